@@ -1,0 +1,63 @@
+//! Time, injected.
+//!
+//! Every executor in steadfast reads time and sleeps through a [`Clock`], never
+//! through `std::time` or a runtime directly. Production code uses
+//! [`SystemClock`] (blocking) or [`TokioClock`] (async, behind the default
+//! `tokio` feature); tests and the simulator use [`VirtualClock`], whose time
+//! moves only when something sleeps on it or when it is advanced by hand.
+//!
+//! ```
+//! use std::time::Duration;
+//! use steadfast::clock::{Clock, VirtualClock};
+//!
+//! let clock = VirtualClock::new();
+//! let start = clock.now();
+//! clock.sleep_blocking(Duration::from_secs(3600)); // returns at once
+//! assert_eq!(clock.now() - start, Duration::from_secs(3600));
+//! ```
+
+mod system;
+#[cfg(feature = "tokio")]
+mod tokio_clock;
+mod virtual_clock;
+
+use std::fmt;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use crate::cancel::CancelToken;
+
+pub use system::SystemClock;
+#[cfg(feature = "tokio")]
+pub use tokio_clock::TokioClock;
+pub use virtual_clock::{VirtualClock, VirtualSleep};
+
+/// A source of the current time that can also block the calling thread.
+///
+/// Implementations must be cheap to clone (clones share one time line) and
+/// monotonic: `now()` never goes backwards.
+pub trait Clock: Clone + fmt::Debug + Send + Sync + 'static {
+    /// The current instant on this clock's time line.
+    fn now(&self) -> Instant;
+
+    /// Blocks the calling thread for `duration` of this clock's time.
+    fn sleep_blocking(&self, duration: Duration);
+
+    /// Blocks for `duration` or until `cancel` fires, whichever is first.
+    /// Returns `true` when it returned because of the cancellation.
+    ///
+    /// The default waits on the token's condition variable in real time; a
+    /// virtual clock advances instead.
+    fn sleep_blocking_cancellable(&self, duration: Duration, cancel: &CancelToken) -> bool {
+        cancel.wait_timeout(duration)
+    }
+}
+
+/// A [`Clock`] that can also sleep asynchronously.
+pub trait AsyncClock: Clock {
+    /// The future returned by [`sleep`](AsyncClock::sleep).
+    type Sleep: Future<Output = ()> + Send + 'static;
+
+    /// A future that completes once `duration` of this clock's time has passed.
+    fn sleep(&self, duration: Duration) -> Self::Sleep;
+}
