@@ -11,6 +11,7 @@
 pub mod backoff;
 pub mod cancel;
 pub mod clock;
+mod config_error;
 pub mod control;
 pub mod deadline;
 mod rng;
@@ -18,6 +19,7 @@ mod rng;
 pub use backoff::{Schedule, ScheduleState};
 pub use cancel::CancelToken;
 pub use clock::{AsyncClock, Clock};
+pub use config_error::ConfigError;
 pub use control::{Outcome, Refusal, RetryControl};
 pub use deadline::Deadline;
 pub use rng::Rng;
