@@ -5,6 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use std::future::IntoFuture;
+
 use super::{BlockingRetryable, Retryable};
 use crate::clock::{Clock, TokioClock, VirtualClock};
 use crate::{
@@ -547,4 +549,72 @@ fn virtual_clock_async_executor_runs_without_a_runtime() {
     );
     assert_eq!(result, Ok(3));
     assert_eq!(clock.now() - t0, secs(10));
+}
+
+/// A clock that counts how often it is read, around a virtual clock.
+#[derive(Debug, Clone, Default)]
+struct CountingClock {
+    inner: VirtualClock,
+    reads: Arc<AtomicU32>,
+}
+
+impl Clock for CountingClock {
+    fn now(&self) -> Instant {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        self.inner.now()
+    }
+    fn sleep_blocking(&self, d: Duration) {
+        self.inner.sleep_blocking(d);
+    }
+}
+
+impl crate::AsyncClock for CountingClock {
+    type Sleep = crate::clock::VirtualSleep;
+    fn sleep(&self, d: Duration) -> Self::Sleep {
+        self.inner.sleep(d)
+    }
+}
+
+/// A schedule that counts its draws.
+#[derive(Debug, Default)]
+struct CountingSchedule(AtomicU32);
+
+impl Schedule for CountingSchedule {
+    fn next_delay(&self, state: &mut ScheduleState, _: &mut Rng) -> Option<Duration> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        state.retries += 1;
+        Some(secs(1))
+    }
+}
+
+#[test]
+fn the_success_path_reads_no_clock_and_draws_nothing() {
+    let clock = CountingClock::default();
+    let policy = RetryPolicy::with_schedule(CountingSchedule::default())
+        .max_attempts(3)
+        .build()
+        .unwrap();
+    let r = (|_: Attempt| Ok::<_, ()>(1))
+        .retry_blocking(&policy)
+        .clock(clock.clone())
+        .call();
+    assert_eq!(r, Ok(1));
+    let r = futures::executor::block_on(
+        (|_: Attempt| async { Ok::<_, ()>(2) })
+            .retry(&policy)
+            .clock(clock.clone())
+            .into_future(),
+    );
+    assert_eq!(r, Ok(2));
+    assert_eq!(clock.reads.load(Ordering::SeqCst), 0, "no clock read");
+    assert_eq!(policy.schedule().0.load(Ordering::SeqCst), 0, "no delay drawn");
+
+    // One failure reads the clock and draws once.
+    let r = (|a: Attempt| if a.is_first() { Err(()) } else { Ok(3) })
+        .retry_blocking(&policy)
+        .clock(clock.clone())
+        .call();
+    assert_eq!(r, Ok(3));
+    assert!(clock.reads.load(Ordering::SeqCst) >= 1);
+    assert_eq!(policy.schedule().0.load(Ordering::SeqCst), 1);
 }
