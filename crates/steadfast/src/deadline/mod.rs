@@ -1,6 +1,12 @@
 //! Deadlines: one budget of time shared by a whole call chain.
 
+mod ambient;
+
 use std::time::{Duration, Instant};
+
+use crate::clock::Clock;
+
+pub use ambient::{WithDeadline, WithDeadlineExt, current, inherit, scope, scope_async};
 
 /// An absolute point in time (on the injected clock's time line) by which a
 /// call must be done.
@@ -31,10 +37,24 @@ impl Deadline {
     /// instead of overflowing.
     #[must_use]
     pub fn after(now: Instant, timeout: Duration) -> Self {
-        let at = now
-            .checked_add(timeout)
-            .unwrap_or_else(|| far_future(now));
+        let at = now.checked_add(timeout).unwrap_or_else(|| far_future(now));
         Self { at }
+    }
+
+    /// The deadline `timeout` from now on `clock`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::Deadline;
+    /// use steadfast::clock::{Clock, VirtualClock};
+    ///
+    /// let clock = VirtualClock::new();
+    /// let d = Deadline::from_now(&clock, Duration::from_secs(3));
+    /// assert_eq!(d.remaining(clock.now()), Duration::from_secs(3));
+    /// ```
+    #[must_use]
+    pub fn from_now<C: Clock>(clock: &C, timeout: Duration) -> Self {
+        Self::after(clock.now(), timeout)
     }
 
     /// The instant of the deadline.
@@ -68,6 +88,101 @@ impl Deadline {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, None) => a,
             (None, b) => b,
+        }
+    }
+
+    /// The earliest of any number of deadlines; `None` when there are none.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::Deadline;
+    /// use steadfast::clock::{Clock, VirtualClock};
+    ///
+    /// let now = VirtualClock::new().now();
+    /// let ds = [3, 1, 2].map(|s| Deadline::after(now, Duration::from_secs(s)));
+    /// assert_eq!(Deadline::earliest_of(ds), Some(ds[1]));
+    /// assert_eq!(Deadline::earliest_of([]), None);
+    /// ```
+    #[must_use]
+    pub fn earliest_of(deadlines: impl IntoIterator<Item = Self>) -> Option<Self> {
+        deadlines.into_iter().min()
+    }
+
+    /// This deadline moved `margin` earlier: a safety margin kept back for
+    /// the work after a call returns (or for the network on the way back).
+    ///
+    /// Never later than `self`; when the margin reaches back before the
+    /// earliest instant the platform can represent, the result is `now` (or
+    /// `self`, if earlier): already expired.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::Deadline;
+    /// use steadfast::clock::{Clock, VirtualClock};
+    ///
+    /// let clock = VirtualClock::new();
+    /// let d = Deadline::after(clock.now(), Duration::from_millis(500));
+    /// let shaved = d.shave(Duration::from_millis(50), clock.now());
+    /// assert_eq!(shaved.remaining(clock.now()), Duration::from_millis(450));
+    /// // A margin larger than the time left leaves an expired deadline.
+    /// assert!(d.shave(Duration::from_secs(1), clock.now()).is_expired(clock.now()));
+    /// ```
+    #[must_use]
+    pub fn shave(self, margin: Duration, now: Instant) -> Self {
+        match self.at.checked_sub(margin) {
+            Some(at) => Self { at },
+            None => self.min(Self { at: now }),
+        }
+    }
+
+    /// The timeout to give an outgoing call at `now`: the time left, capped
+    /// by the call's own limit (`None` for no limit of its own).
+    ///
+    /// Recompute it before every call: a call that starts later gets less.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::Deadline;
+    /// use steadfast::clock::{Clock, VirtualClock};
+    ///
+    /// let clock = VirtualClock::new();
+    /// let d = Deadline::after(clock.now(), Duration::from_secs(1));
+    /// assert_eq!(d.call_timeout(clock.now(), Some(Duration::from_secs(5))), Duration::from_secs(1));
+    /// clock.sleep_blocking(Duration::from_millis(200));
+    /// assert_eq!(d.call_timeout(clock.now(), None), Duration::from_millis(800));
+    /// assert_eq!(
+    ///     d.call_timeout(clock.now(), Some(Duration::from_millis(300))),
+    ///     Duration::from_millis(300)
+    /// );
+    /// ```
+    #[must_use]
+    pub fn call_timeout(self, now: Instant, limit: Option<Duration>) -> Duration {
+        let left = self.remaining(now);
+        match limit {
+            Some(limit) => left.min(limit),
+            None => left,
+        }
+    }
+
+    /// The deadline of an outgoing call started at `now` with its own
+    /// `limit`: the earlier of this deadline and `now + limit`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::Deadline;
+    /// use steadfast::clock::{Clock, VirtualClock};
+    ///
+    /// let clock = VirtualClock::new();
+    /// let d = Deadline::after(clock.now(), Duration::from_secs(1));
+    /// let call = d.for_call(clock.now(), Some(Duration::from_millis(300)));
+    /// assert_eq!(call.remaining(clock.now()), Duration::from_millis(300));
+    /// assert_eq!(d.for_call(clock.now(), None), d);
+    /// ```
+    #[must_use]
+    pub fn for_call(self, now: Instant, limit: Option<Duration>) -> Self {
+        match limit {
+            Some(limit) => self.min(Self::after(now, limit)),
+            None => self,
         }
     }
 }
