@@ -93,7 +93,7 @@ impl<S: Schedule> RetryPolicy<S> {
     pub fn start<C: Clock>(&self, clock: &C, deadline: Option<Deadline>) -> CallState {
         let mut state = CallState {
             attempts: 0,
-            deadline,
+            deadline: Deadline::earliest(deadline, crate::deadline::current()),
             started: None,
             schedule: ScheduleState::new(),
             rng: None,

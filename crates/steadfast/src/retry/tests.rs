@@ -607,7 +607,11 @@ fn the_success_path_reads_no_clock_and_draws_nothing() {
     );
     assert_eq!(r, Ok(2));
     assert_eq!(clock.reads.load(Ordering::SeqCst), 0, "no clock read");
-    assert_eq!(policy.schedule().0.load(Ordering::SeqCst), 0, "no delay drawn");
+    assert_eq!(
+        policy.schedule().0.load(Ordering::SeqCst),
+        0,
+        "no delay drawn"
+    );
 
     // One failure reads the clock and draws once.
     let r = (|a: Attempt| if a.is_first() { Err(()) } else { Ok(3) })
@@ -617,4 +621,42 @@ fn the_success_path_reads_no_clock_and_draws_nothing() {
     assert_eq!(r, Ok(3));
     assert!(clock.reads.load(Ordering::SeqCst) >= 1);
     assert_eq!(policy.schedule().0.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn the_ambient_deadline_bounds_every_call_in_its_scope() {
+    let clock = VirtualClock::new();
+    let ambient = crate::Deadline::after(clock.now(), secs(25));
+    let err = crate::deadline::scope(ambient, || {
+        (|_: Attempt| Err::<(), _>("down"))
+            .retry_blocking(policy(10, &[10; 10]))
+            .clock(clock.clone())
+            .call()
+            .unwrap_err()
+    });
+    assert_eq!(err.reason(), StopReason::Deadline);
+    assert_eq!(clock.elapsed(), secs(20));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_ambient_deadline_reaches_an_async_call_and_its_attempts() {
+    use crate::deadline::WithDeadlineExt;
+    let t0 = TokioClock.now();
+    let ambient = crate::Deadline::after(t0, secs(25));
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let err = async move {
+        (move |a: Attempt| {
+            s.lock().unwrap().push(a.deadline);
+            async { Err::<(), _>("down") }
+        })
+        .retry(policy(10, &[10; 10]))
+        .await
+        .unwrap_err()
+    }
+    .with_deadline(ambient)
+    .await;
+    assert_eq!(err.reason(), StopReason::Deadline);
+    assert_eq!(TokioClock.now() - t0, secs(20));
+    assert!(seen.lock().unwrap().iter().all(|d| *d == Some(ambient)));
 }
