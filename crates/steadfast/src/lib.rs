@@ -16,7 +16,7 @@ pub mod control;
 pub mod deadline;
 mod rng;
 
-pub use backoff::{Schedule, ScheduleState};
+pub use backoff::{Backoff, GrpcConnectionBackoff, Jitter, Schedule, ScheduleState};
 pub use cancel::CancelToken;
 pub use clock::{AsyncClock, Clock};
 pub use config_error::ConfigError;
