@@ -244,3 +244,193 @@ pub(crate) fn report_transition(control: &'static str, now_refusing: bool, state
         tracing::info!(control, state = ?state, "retry control recovered");
     }
 }
+
+#[cfg(all(test, not(loom)))]
+#[allow(clippy::float_cmp)] // the compared values are exact by construction
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+    use tracing::field::{Field, Visit};
+    use tracing::span::{Attributes, Id, Record};
+    use tracing::{Event, Metadata, Subscriber};
+
+    /// Collects the messages of the events emitted under it.
+    #[derive(Default)]
+    struct Collect(Mutex<Vec<String>>);
+
+    struct Message<'a>(&'a mut String);
+
+    impl Visit for Message<'_> {
+        fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+            if field.name() == "message" {
+                *self.0 = format!("{value:?}");
+            }
+        }
+    }
+
+    impl Subscriber for &'static Collect {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &Attributes<'_>) -> Id {
+            Id::from_u64(1)
+        }
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, event: &Event<'_>) {
+            let mut message = String::new();
+            event.record(&mut Message(&mut message));
+            self.0.lock().expect("not poisoned").push(message);
+        }
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
+    }
+
+    fn events_of(f: impl FnOnce()) -> Vec<String> {
+        let collect: &'static Collect = Box::leak(Box::default());
+        tracing::subscriber::with_default(collect, f);
+        collect.0.lock().expect("not poisoned").clone()
+    }
+
+    #[test]
+    fn each_transition_is_reported_once() {
+        let events = events_of(|| {
+            let bucket = TokenBucket::builder().max_tokens(4).build().unwrap();
+            for _ in 0..4 {
+                bucket.record(Outcome::RetryableFailure); // crosses at 2 tokens
+            }
+            for _ in 0..30 {
+                bucket.record(Outcome::Success); // recovers above 2
+            }
+            let window = FailureWindow::builder()
+                .bytes(1)
+                .threshold(1)
+                .build()
+                .unwrap();
+            for _ in 0..16 {
+                window.record(Outcome::RetryableFailure);
+            }
+            for _ in 0..8 {
+                window.record(Outcome::Success);
+            }
+        });
+        assert_eq!(
+            events,
+            [
+                "retry control started refusing",
+                "retry control recovered",
+                "retry control started refusing",
+                "retry control recovered",
+            ]
+        );
+    }
+
+    #[test]
+    fn decision_time_transitions_are_reported_once() {
+        let events = events_of(|| {
+            let budget = RetryBudget::builder().min_per_sec(1).build().unwrap();
+            // 10 retries in reserve, then refusals, and no event per refusal.
+            for _ in 0..20 {
+                let _ = budget.allow_retry();
+            }
+            budget.refund(Grant::Retry);
+            assert!(budget.allow_retry().is_ok());
+        });
+        assert_eq!(
+            events,
+            ["retry control started refusing", "retry control recovered"]
+        );
+    }
+
+    #[test]
+    fn racing_flag_flips_are_reported_by_one_thread() {
+        let flag = Arc::new(RefusingFlag::new());
+        let flips: usize = (0..4)
+            .map(|_| {
+                let flag = Arc::clone(&flag);
+                std::thread::spawn(move || (0..100).filter(|_| flag.note(true).is_some()).count())
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .sum();
+        assert_eq!(flips, 1);
+        assert_eq!(flag.note(false), Some(false));
+        assert_eq!(flag.note(false), None);
+    }
+
+    #[test]
+    fn all_of_refunds_the_members_that_granted() {
+        let budget = Arc::new(
+            RetryBudget::builder()
+                .percent(100.0)
+                .min_per_sec(0)
+                .build()
+                .unwrap(),
+        );
+        let window = Arc::new(
+            FailureWindow::builder()
+                .bytes(1)
+                .threshold(0)
+                .build()
+                .unwrap(),
+        );
+        let all = AllOf::new(vec![budget.clone(), window.clone()]);
+        assert_eq!(all.name(), "all of");
+        all.admit().unwrap();
+        all.admit().unwrap(); // two retries' worth
+        all.record(Outcome::RetryableFailure); // the window now refuses
+        for _ in 0..5 {
+            assert_eq!(
+                all.allow_retry(),
+                Err(Refusal {
+                    by: "failure window"
+                })
+            );
+        }
+        // The budget granted five times and was refunded five times.
+        assert_eq!(budget.snapshot().retries, 0);
+        assert_eq!(budget.snapshot().available, 2.0);
+        assert_eq!(
+            all.snapshot().refusals,
+            vec![("retry budget", 0), ("failure window", 5)]
+        );
+        // Once the window clears, the budget pays for exactly two retries.
+        for _ in 0..8 {
+            all.record(Outcome::Success);
+        }
+        assert!(all.allow_retry().is_ok());
+        assert!(all.allow_retry().is_ok());
+        assert_eq!(all.allow_retry(), Err(Refusal { by: "retry budget" }));
+        // A refund through AllOf reaches the budget.
+        all.refund(Grant::Retry);
+        assert!(all.allow_retry().is_ok());
+    }
+
+    #[test]
+    fn all_of_admit_refunds_the_deposit_when_a_later_member_refuses() {
+        let budget = Arc::new(
+            RetryBudget::builder()
+                .percent(100.0)
+                .min_per_sec(0)
+                .build()
+                .unwrap(),
+        );
+        let throttle = Arc::new(AdaptiveThrottle::builder().seed(1).build().unwrap());
+        let all = AllOf::new(vec![budget.clone(), throttle.clone()]);
+        let admitted = (0..200).filter(|_| all.admit().is_ok()).count() as u64;
+        // Nothing was ever accepted, so the throttle rejected most calls;
+        // the budget kept deposits only for the calls that went out.
+        assert!(admitted < 200);
+        assert_eq!(budget.snapshot().requests, admitted);
+        assert_eq!(throttle.rejections(), 200 - admitted);
+    }
+
+    #[test]
+    fn an_empty_all_of_allows_everything() {
+        let all = AllOf::new(vec![]);
+        assert!(all.admit().is_ok());
+        all.record(Outcome::RetryableFailure);
+        assert!(all.allow_retry().is_ok());
+    }
+}
