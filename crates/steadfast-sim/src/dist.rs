@@ -375,8 +375,22 @@ fn no_extra(field: Option<&str>, kind: &str) -> Result<(), String> {
 }
 
 /// Parses `12ms`, `1.5s`, `250us`, `800ns`: a finite, non-negative number
-/// and a unit.
-pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+/// and a unit (the same syntax as inside a [`Latency`]), for a caller that
+/// maps text flags onto a configuration.
+///
+/// # Errors
+/// A message saying what is wrong (no unit, not a number, NaN, negative,
+/// too large).
+///
+/// ```
+/// use std::time::Duration;
+/// use steadfast_sim::dist::parse_duration;
+/// assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+/// assert!(parse_duration("-1s").is_err());
+/// assert!(parse_duration("NaNms").is_err());
+/// assert!(parse_duration("10").is_err());
+/// ```
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
     const UNITS: [(&str, f64); 5] = [
         ("ns", 1e-9),
         ("us", 1e-6),

@@ -1,11 +1,19 @@
 //! The discrete-event engine: an event queue on virtual time.
 //!
-//! Events are kept in a binary heap keyed by `(time in nanoseconds, sequence
-//! number)`: two events at the same instant come out in the order they were
+//! Events are kept in a priority queue (a radix heap) keyed by `(time in
+//! nanoseconds, sequence number)`: two events at the same instant come out in the order they were
 //! scheduled, so a run depends on nothing but its seed. As events are taken
 //! out, the engine moves a [`VirtualClock`] in manual mode forward with
 //! [`advance_to`](VirtualClock::advance_to), so every core object that reads
 //! an injected clock (time-windowed controls, deadlines) sees simulated time.
+//!
+//! By default the clock follows every event exactly. Moving a `VirtualClock`
+//! costs a lock and a wake-up call to the kernel, so a scenario whose core
+//! objects only look at time through windows of a second or more (the storm's
+//! retry budgets and throttles) may set a coarser
+//! [`clock_resolution`](Engine::with_clock_resolution): the clock then moves
+//! in whole steps of it (never ahead of the events), while the events
+//! themselves stay exact to the nanosecond.
 //!
 //! ```
 //! use std::time::Duration;
@@ -24,8 +32,6 @@
 //! assert_eq!(engine.clock().elapsed(), Duration::from_millis(5));
 //! ```
 
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
 
 use steadfast::Rng;
@@ -57,36 +63,88 @@ pub fn secs(n: Nanos) -> f64 {
     n as f64 / 1e9
 }
 
-struct Entry<E> {
-    at: Nanos,
-    seq: u64,
-    event: E,
+/// A monotone priority queue (a radix heap) on unique `u128` keys
+/// `(time << 64) | sequence`.
+///
+/// Every key pushed is at least the last key popped (time never goes back,
+/// and the sequence number always grows), which is all a radix heap needs.
+/// Bucket `i` holds the keys whose highest bit differing from the last key
+/// popped is bit `i - 1` (bucket 0: equal to it). A pop takes from bucket 0,
+/// or else finds the smallest key of the first non-empty bucket, makes it
+/// the last key, and spreads that bucket over the lower ones. Keys are
+/// unique, so the order is total and does not depend on the order inside a
+/// bucket: the same pushes always give the same pops.
+struct RadixQueue<E> {
+    last: u128,
+    len: usize,
+    /// Bit `i - 1` set when bucket `i` (1..=128) is not empty.
+    occupied: u128,
+    buckets: Vec<Vec<(u128, E)>>,
 }
 
-impl<E> PartialEq for Entry<E> {
-    fn eq(&self, other: &Self) -> bool {
-        self.at == other.at && self.seq == other.seq
+impl<E> RadixQueue<E> {
+    fn new() -> Self {
+        Self {
+            last: 0,
+            len: 0,
+            occupied: 0,
+            buckets: (0..=128).map(|_| Vec::new()).collect(),
+        }
     }
-}
-impl<E> Eq for Entry<E> {}
-impl<E> PartialOrd for Entry<E> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
+
+    #[inline]
+    fn bucket(last: u128, key: u128) -> usize {
+        (128 - (key ^ last).leading_zeros()) as usize
     }
-}
-impl<E> Ord for Entry<E> {
-    /// Reversed, so the max-heap pops the earliest (time, sequence) first.
-    fn cmp(&self, other: &Self) -> Ordering {
-        (other.at, other.seq).cmp(&(self.at, self.seq))
+
+    #[inline]
+    fn push(&mut self, key: u128, event: E) {
+        debug_assert!(key >= self.last, "radix queue keys must not go back");
+        let i = Self::bucket(self.last, key.max(self.last));
+        self.buckets[i].push((key, event));
+        if i > 0 {
+            self.occupied |= 1 << (i - 1);
+        }
+        self.len += 1;
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<(u128, E)> {
+        if self.buckets[0].is_empty() {
+            if self.occupied == 0 {
+                return None;
+            }
+            let i = self.occupied.trailing_zeros() as usize + 1;
+            self.occupied &= !(1 << (i - 1));
+            let mut bucket = std::mem::take(&mut self.buckets[i]);
+            let min = bucket.iter().map(|(k, _)| *k).min()?;
+            self.last = min;
+            for (key, event) in bucket.drain(..) {
+                // Every key of bucket `i` agrees with `min` above bit `i - 1`,
+                // so it lands in a lower bucket.
+                let j = Self::bucket(min, key);
+                self.buckets[j].push((key, event));
+                if j > 0 {
+                    self.occupied |= 1 << (j - 1);
+                }
+            }
+            // Keep the emptied allocation for later use.
+            self.buckets[i] = bucket;
+        }
+        let popped = self.buckets[0].pop()?;
+        self.len -= 1;
+        Some(popped)
     }
 }
 
 /// An event queue on virtual time, with the simulation's clock and its one
-/// seeded random source.
+/// seeded random source. See the [module docs](self) for an example.
 pub struct Engine<E> {
-    heap: BinaryHeap<Entry<E>>,
+    queue: RadixQueue<E>,
     seq: u64,
     now: Nanos,
+    clock_at: Nanos,
+    resolution: Nanos,
     clock: VirtualClock,
     start: Instant,
     rng: Rng,
@@ -96,7 +154,7 @@ impl<E> std::fmt::Debug for Engine<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Engine")
             .field("now", &self.now)
-            .field("pending", &self.heap.len())
+            .field("pending", &self.queue.len)
             .field("scheduled", &self.seq)
             .finish_non_exhaustive()
     }
@@ -114,13 +172,33 @@ impl<E> Engine<E> {
     pub fn new(seed: u64) -> Self {
         let clock = VirtualClock::manual();
         Self {
-            heap: BinaryHeap::new(),
+            queue: RadixQueue::new(),
             seq: 0,
             now: 0,
+            clock_at: 0,
+            resolution: 1,
             start: clock.start(),
             clock,
             rng: Rng::with_seed(seed),
         }
+    }
+
+    /// Moves the clock in steps of `resolution` instead of with every event
+    /// (see the [module docs](self)); a zero resolution means exact.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast_sim::engine::Engine;
+    /// let mut engine = Engine::new(0).with_clock_resolution(Duration::from_millis(1));
+    /// engine.schedule(1_500_000, ());
+    /// engine.pop();
+    /// assert_eq!(engine.now(), 1_500_000);
+    /// assert_eq!(engine.clock().elapsed(), Duration::from_millis(1));
+    /// ```
+    #[must_use]
+    pub fn with_clock_resolution(mut self, resolution: Duration) -> Self {
+        self.resolution = nanos(resolution).max(1);
+        self
     }
 
     /// The current virtual time (the time of the last event taken out).
@@ -144,6 +222,11 @@ impl<E> Engine<E> {
     }
 
     /// The `Instant` of virtual time `at`.
+    ///
+    /// ```
+    /// let engine: steadfast_sim::engine::Engine<()> = steadfast_sim::engine::Engine::new(0);
+    /// assert_eq!(engine.instant_at(1_000) - engine.instant(), std::time::Duration::from_micros(1));
+    /// ```
     #[inline]
     #[must_use]
     pub fn instant_at(&self, at: Nanos) -> Instant {
@@ -158,6 +241,12 @@ impl<E> Engine<E> {
     }
 
     /// The simulation's random source.
+    ///
+    /// ```
+    /// let mut engine: steadfast_sim::engine::Engine<()> = steadfast_sim::engine::Engine::new(5);
+    /// let mut other: steadfast_sim::engine::Engine<()> = steadfast_sim::engine::Engine::new(5);
+    /// assert_eq!(engine.rng().next_u64(), other.rng().next_u64());
+    /// ```
     #[inline]
     pub fn rng(&mut self) -> &mut Rng {
         &mut self.rng
@@ -165,14 +254,19 @@ impl<E> Engine<E> {
 
     /// Schedules `event` at absolute time `at` (an `at` in the past is
     /// treated as now).
+    ///
+    /// ```
+    /// let mut engine = steadfast_sim::engine::Engine::new(0);
+    /// engine.schedule(2_000, 'b');
+    /// engine.schedule(1_000, 'a');
+    /// assert_eq!(engine.pop(), Some((1_000, 'a')));
+    /// assert_eq!(engine.now(), 1_000);
+    /// ```
     #[inline]
     pub fn schedule(&mut self, at: Nanos, event: E) {
         let at = at.max(self.now);
-        self.heap.push(Entry {
-            at,
-            seq: self.seq,
-            event,
-        });
+        self.queue
+            .push((u128::from(at) << 64) | u128::from(self.seq), event);
         self.seq += 1;
     }
 
@@ -185,19 +279,30 @@ impl<E> Engine<E> {
     /// Takes out the earliest event, moving time (and the clock) to it.
     #[inline]
     pub fn pop(&mut self) -> Option<(Nanos, E)> {
-        let entry = self.heap.pop()?;
-        if entry.at > self.now {
-            self.now = entry.at;
-            self.clock
-                .advance_to(self.start + Duration::from_nanos(entry.at));
+        let (key, event) = self.queue.pop()?;
+        let at = (key >> 64) as u64;
+        if at > self.now {
+            self.now = at;
+            let shown = at - at % self.resolution;
+            if shown > self.clock_at {
+                self.clock_at = shown;
+                self.clock
+                    .advance_to(self.start + Duration::from_nanos(shown));
+            }
         }
-        Some((entry.at, entry.event))
+        Some((at, event))
     }
 
     /// The number of events waiting.
+    ///
+    /// ```
+    /// let mut engine = steadfast_sim::engine::Engine::new(0);
+    /// engine.schedule(0, ());
+    /// assert_eq!(engine.pending(), 1);
+    /// ```
     #[must_use]
     pub fn pending(&self) -> usize {
-        self.heap.len()
+        self.queue.len
     }
 }
 
@@ -215,6 +320,39 @@ mod tests {
         }
         let order: Vec<usize> = std::iter::from_fn(|| engine.pop().map(|(_, e)| e)).collect();
         assert_eq!(order, [5, 1, 3, 2, 0, 4]);
+    }
+
+    #[test]
+    fn radix_queue_pops_exactly_like_a_binary_heap() {
+        use std::cmp::Reverse;
+        use std::collections::BinaryHeap;
+
+        let mut rng = Rng::with_seed(9);
+        let mut engine = Engine::new(0);
+        let mut reference = BinaryHeap::new();
+        let mut seq = 0u64;
+        let mut popped = 0;
+        // Interleave pushes (never before now) and pops, with many ties.
+        for round in 0..300u64 {
+            for _ in 0..(rng.next_u64() % 50) {
+                let at = engine.now() + rng.next_u64() % 1_000 * (round % 3);
+                engine.schedule(at, seq);
+                reference.push(Reverse((at, seq)));
+                seq += 1;
+            }
+            for _ in 0..(rng.next_u64() % 45) {
+                let want = reference.pop().map(|Reverse(e)| e);
+                assert_eq!(engine.pop(), want);
+                popped += usize::from(want.is_some());
+            }
+            assert_eq!(engine.pending(), reference.len());
+        }
+        while let Some(Reverse(want)) = reference.pop() {
+            assert_eq!(engine.pop(), Some(want));
+            popped += 1;
+        }
+        assert_eq!(engine.pop(), None);
+        assert_eq!(popped, seq as usize);
     }
 
     #[test]

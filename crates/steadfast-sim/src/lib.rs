@@ -37,5 +37,5 @@ pub mod server;
 pub use agreement::Agreement;
 pub use dist::Latency;
 pub use error::SimError;
-pub use report::{Report, SimConfig, run_all};
+pub use report::{Report, Scenario, SimConfig, run_all};
 pub use scenario::{herd, storm};

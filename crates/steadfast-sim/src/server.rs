@@ -44,6 +44,13 @@ use crate::error::check;
 use crate::{Latency, SimError};
 
 /// The shape of a server.
+///
+/// ```
+/// use steadfast_sim::server::ServerConfig;
+/// let config = ServerConfig { concurrency: 10, queue_limit: 0, latency: "const:5ms".parse()? };
+/// assert_eq!(config.capacity_per_sec(), 2000.0);
+/// # Ok::<(), steadfast_sim::SimError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ServerConfig {
     /// Requests served at once (at least 1).
@@ -99,7 +106,7 @@ impl ServerConfig {
     }
 }
 
-/// What happened to an arriving request.
+/// What happened to an arriving request (example in the [module docs](self)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Arrival<R> {
     /// Started at once; it completes after the given service time (ns).
@@ -110,7 +117,8 @@ pub enum Arrival<R> {
     Rejected(R),
 }
 
-/// A server with concurrency slots and a bounded FIFO queue.
+/// A server with concurrency slots and a bounded FIFO queue (example in the
+/// [module docs](self)).
 #[derive(Debug, Clone)]
 pub struct Server<R> {
     capacity: u32,
@@ -178,6 +186,18 @@ impl<R> Server<R> {
     /// concurrency, rounded up to at least one slot when `fraction > 0`.
     /// Returns the queued requests that can start at once, with their
     /// service times. Requests in service are never cut short.
+    ///
+    /// ```
+    /// use steadfast::Rng;
+    /// use steadfast_sim::server::{Arrival, Server, ServerConfig};
+    /// let mut server = Server::new(&ServerConfig { concurrency: 4, ..Default::default() })?;
+    /// let mut rng = Rng::with_seed(0);
+    /// assert!(server.set_capacity(0.25, &mut rng).is_empty()); // one slot left
+    /// assert!(matches!(server.arrive(1, &mut rng), Arrival::Started(1, _)));
+    /// assert!(matches!(server.arrive(2, &mut rng), Arrival::Queued));
+    /// assert_eq!(server.set_capacity(1.0, &mut rng).len(), 1); // 2 starts
+    /// # Ok::<(), steadfast_sim::SimError>(())
+    /// ```
     pub fn set_capacity(&mut self, fraction: f64, rng: &mut Rng) -> Vec<(R, Nanos)> {
         let fraction = if fraction.is_nan() {
             0.0
@@ -191,6 +211,19 @@ impl<R> Server<R> {
 
     /// Takes the server down (every arrival is rejected; queued requests are
     /// dropped and returned, so the caller can fail them) or brings it up.
+    ///
+    /// ```
+    /// use steadfast::Rng;
+    /// use steadfast_sim::server::{Arrival, Server, ServerConfig};
+    /// let mut server = Server::new(&ServerConfig { concurrency: 1, ..Default::default() })?;
+    /// let mut rng = Rng::with_seed(0);
+    /// assert!(matches!(server.arrive(1, &mut rng), Arrival::Started(1, _)));
+    /// assert!(matches!(server.arrive(2, &mut rng), Arrival::Queued));
+    /// assert_eq!(server.set_up(false), vec![2]);
+    /// assert_eq!(server.arrive(3, &mut rng), Arrival::Rejected(3));
+    /// assert_eq!((server.busy(), server.queued(), server.is_up()), (1, 0, false));
+    /// # Ok::<(), steadfast_sim::SimError>(())
+    /// ```
     pub fn set_up(&mut self, up: bool) -> Vec<R> {
         self.up = up;
         if up {

@@ -21,6 +21,59 @@ use crate::herd::{HerdConfig, HerdResult};
 use crate::storm::{IncidentKind, StormConfig, StormResult};
 use crate::{Agreement, SimError, herd, storm};
 
+/// A scenario, by name: what the CLI's `steadfast simulate <scenario>` selects.
+///
+/// ```
+/// use steadfast_sim::{Scenario, SimConfig};
+/// let scenario: Scenario = "storm".parse()?;
+/// let config = SimConfig::only(&[scenario]);
+/// assert!(config.herd.is_none() && config.storm.is_some());
+/// assert!("tale".parse::<Scenario>().is_err());
+/// # Ok::<(), steadfast_sim::SimError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scenario {
+    /// [`herd`]: reconnecting clients after an outage.
+    Herd,
+    /// [`storm`]: retries during an incident.
+    Storm,
+}
+
+impl Scenario {
+    /// Every scenario, in report order.
+    pub const ALL: [Self; 2] = [Self::Herd, Self::Storm];
+
+    /// The scenario's name.
+    ///
+    /// ```
+    /// assert_eq!(steadfast_sim::Scenario::Herd.name(), "herd");
+    /// ```
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Herd => "herd",
+            Self::Storm => "storm",
+        }
+    }
+}
+
+impl std::fmt::Display for Scenario {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Scenario {
+    type Err = SimError;
+
+    fn from_str(s: &str) -> Result<Self, SimError> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.name() == s.trim())
+            .ok_or_else(|| SimError::config("scenario", "name", "must be one of herd, storm", s))
+    }
+}
+
 /// Which scenarios to run, each with its settings (`None` skips it).
 ///
 /// The default runs every scenario on its built-in defaults, which is what
@@ -64,7 +117,25 @@ impl SimConfig {
         }
     }
 
-    /// Sets the seed of every configured scenario.
+    /// The given scenarios on their defaults; every scenario when `scenarios`
+    /// is empty (see the example on [`Scenario`]).
+    #[must_use]
+    pub fn only(scenarios: &[Scenario]) -> Self {
+        if scenarios.is_empty() {
+            return Self::default();
+        }
+        let mut config = Self::none();
+        for s in scenarios {
+            match s {
+                Scenario::Herd => config.herd = Some(HerdConfig::default()),
+                Scenario::Storm => config.storm = Some(StormConfig::default()),
+            }
+        }
+        config
+    }
+
+    /// Sets the seed of every configured scenario (see the example on
+    /// [`SimConfig`]).
     #[must_use]
     pub fn with_seed(mut self, seed: u64) -> Self {
         if let Some(h) = &mut self.herd {
@@ -77,6 +148,14 @@ impl SimConfig {
     }
 
     /// Checks every configured scenario.
+    ///
+    /// ```
+    /// let mut config = steadfast_sim::SimConfig::default();
+    /// if let Some(herd) = &mut config.herd {
+    ///     herd.clients = 0;
+    /// }
+    /// assert!(config.validate().is_err());
+    /// ```
     ///
     /// # Errors
     /// The first broken rule, as [`SimError::Config`].
@@ -94,6 +173,20 @@ impl SimConfig {
 /// Runs every configured scenario (after checking all of them, so a bad
 /// setting fails fast) and gathers the results.
 ///
+/// ```
+/// use std::time::Duration;
+/// use steadfast_sim::{SimConfig, herd::HerdConfig};
+///
+/// let config = SimConfig {
+///     herd: Some(HerdConfig { clients: 50, outage: Duration::from_secs(1), ..HerdConfig::default() }),
+///     ..SimConfig::none()
+/// };
+/// let report = steadfast_sim::run_all(&config)?;
+/// assert!(report.storm.is_none());
+/// assert!(report.summary().starts_with("== herd"));
+/// # Ok::<(), steadfast_sim::SimError>(())
+/// ```
+///
 /// # Errors
 /// [`SimError::Config`] for a bad setting.
 pub fn run_all(config: &SimConfig) -> Result<Report, SimError> {
@@ -104,8 +197,14 @@ pub fn run_all(config: &SimConfig) -> Result<Report, SimError> {
     })
 }
 
-/// The results of a run of [`run_all`].
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// The results of a run of [`run_all`]: print its [`summary`](Self::summary),
+/// write it with [`write_to`](Self::write_to), or serialize it (serde) to JSON.
+///
+/// ```
+/// let report = steadfast_sim::Report::default();
+/// assert_eq!(report.summary(), "");
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Report {
     /// The `herd` scenario's result, if it ran.
     pub herd: Option<HerdResult>,

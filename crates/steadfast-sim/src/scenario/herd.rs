@@ -55,6 +55,18 @@ const SCOPE: &str = "herd config";
 ///
 /// The built-in ones are made by [`HerdStrategy::standard`]; any
 /// [`Schedule`] can be compared with [`HerdStrategy::new`].
+///
+/// ```
+/// use std::time::Duration;
+/// use steadfast::Backoff;
+/// use steadfast_sim::herd::{self, HerdConfig, HerdStrategy};
+///
+/// let fixed = HerdStrategy::new("every 2 s", Backoff::constant(Duration::from_secs(2)).build()?);
+/// let config = HerdConfig { clients: 20, outage: Duration::from_secs(1), strategies: vec![fixed], ..HerdConfig::default() };
+/// let result = herd::run(&config)?;
+/// assert_eq!(result.strategies[0].name, "every 2 s");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone)]
 pub struct HerdStrategy {
     /// The name shown in reports.
@@ -64,7 +76,8 @@ pub struct HerdStrategy {
 }
 
 impl HerdStrategy {
-    /// A strategy named `name` following `schedule`.
+    /// A strategy named `name` following `schedule` (see the example on
+    /// [`HerdStrategy`]).
     pub fn new(name: impl Into<String>, schedule: impl Schedule + 'static) -> Self {
         Self {
             name: name.into(),
@@ -133,7 +146,14 @@ impl Serialize for HerdStrategy {
     }
 }
 
-/// The `herd` scenario's settings.
+/// The `herd` scenario's settings; every field is public, so a caller (the
+/// CLI) sets the ones it was given over [`Default`].
+///
+/// ```
+/// use steadfast_sim::herd::HerdConfig;
+/// let config = HerdConfig { clients: 5_000, seed: 9, ..HerdConfig::default() };
+/// assert!(config.validate().is_ok());
+/// ```
 #[derive(Debug, Clone, Serialize)]
 pub struct HerdConfig {
     /// Clients that lose their connection at time zero (default 1,000).
@@ -167,6 +187,16 @@ pub struct HerdConfig {
 }
 
 /// One strategy's numbers.
+///
+/// ```
+/// # use std::time::Duration;
+/// # use steadfast_sim::herd::{self, HerdConfig};
+/// let config = HerdConfig { clients: 10, outage: Duration::from_secs(1), ..HerdConfig::default() };
+/// let result = herd::run(&config)?;
+/// let first = &result.strategies[0];
+/// assert!(first.total_attempts >= 10 && first.attempts_while_down >= 10);
+/// # Ok::<(), steadfast_sim::SimError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct HerdStrategyResult {
     /// The strategy's name.
@@ -193,7 +223,8 @@ pub struct HerdStrategyResult {
     pub connected_per_window: Series,
 }
 
-/// The `herd` scenario's result.
+/// The `herd` scenario's result (see [`run`]); equal results compare equal
+/// (the configuration is left out of the comparison).
 #[derive(Debug, Clone, Serialize)]
 pub struct HerdResult {
     /// The settings it ran with.
@@ -308,7 +339,8 @@ impl HerdConfig {
     }
 }
 
-/// Runs every configured strategy on the same seed.
+/// Runs every configured strategy on the same seed (example in the
+/// [module docs](self)).
 ///
 /// # Errors
 /// [`SimError::Config`] for a bad setting (checked before anything runs).

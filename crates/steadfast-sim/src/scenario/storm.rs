@@ -62,7 +62,7 @@ use crate::{Agreement, SimError};
 
 const SCOPE: &str = "storm config";
 
-/// What goes wrong with the server during the incident.
+/// What goes wrong with the server during the incident (see [`Incident`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum IncidentKind {
@@ -132,6 +132,16 @@ impl Incident {
 
 /// Which retry control each client gets (one instance per client, with
 /// these settings).
+///
+/// ```
+/// use steadfast_sim::storm::{StormControl, StormStrategy};
+/// let budget_of_20 = StormStrategy {
+///     name: "20 % budget".into(),
+///     max_attempts: 3,
+///     control: StormControl::RetryBudget { percent: 20.0, min_per_sec: 0, ttl: std::time::Duration::from_secs(10) },
+/// };
+/// assert_eq!(budget_of_20.max_attempts, 3);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum StormControl {
@@ -203,7 +213,8 @@ impl StormControl {
     }
 }
 
-/// A retry strategy: attempts (counting the first) and a control.
+/// A retry strategy: attempts (counting the first) and a control (example on
+/// [`StormControl`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StormStrategy {
     /// The name shown in reports.
@@ -275,7 +286,19 @@ pub const RETRY_BUDGET: &str = "retry budget";
 /// The name of the client-side throttling strategy in [`StormStrategy::standard`].
 pub const CLIENT_THROTTLING: &str = "adaptive throttle";
 
-/// The `storm` scenario's settings.
+/// The `storm` scenario's settings; every field is public, so a caller (the
+/// CLI) sets the ones it was given over [`Default`].
+///
+/// ```
+/// use std::time::Duration;
+/// use steadfast_sim::storm::{Incident, StormConfig};
+/// let config = StormConfig {
+///     call_rate: 5_000.0,
+///     incident: Incident::overload(Duration::from_secs(20), Duration::from_secs(40), 0.5),
+///     ..StormConfig::default()
+/// };
+/// assert!(config.validate().is_ok());
+/// ```
 #[derive(Clone, Serialize)]
 pub struct StormConfig {
     /// Client processes, each with its own policy and control (default 100).
@@ -307,6 +330,12 @@ pub struct StormConfig {
     /// The share of a bucket's calls that must succeed for it to count as
     /// recovered (default 0.99).
     pub recovery_threshold: f64,
+    /// How finely the clock the controls read follows the simulation
+    /// (default 100 µs; see [`Engine::with_clock_resolution`]). The
+    /// controls count in slots of a second or more, so this changes no
+    /// decision that matters and keeps the simulator fast.
+    #[serde(serialize_with = "crate::serde_util::secs")]
+    pub clock_resolution: Duration,
     /// The seed (default 1).
     pub seed: u64,
 }
@@ -331,6 +360,7 @@ impl fmt::Debug for StormConfig {
             .field("strategies", &self.strategies)
             .field("bucket", &self.bucket)
             .field("recovery_threshold", &self.recovery_threshold)
+            .field("clock_resolution", &self.clock_resolution)
             .field("seed", &self.seed)
             .finish()
     }
@@ -355,6 +385,7 @@ impl Default for StormConfig {
             strategies: StormStrategy::standard(),
             bucket: Duration::from_secs(1),
             recovery_threshold: 0.99,
+            clock_resolution: Duration::from_micros(100),
             seed: 1,
         }
     }
@@ -382,6 +413,14 @@ impl StormConfig {
         check::positive_duration(SCOPE, "duration", self.duration)?;
         check::positive_duration(SCOPE, "bucket", self.bucket)?;
         check::fraction(SCOPE, "recovery_threshold", self.recovery_threshold)?;
+        if self.clock_resolution > Duration::from_secs(1) {
+            return Err(SimError::config(
+                SCOPE,
+                "clock_resolution",
+                "must be at most 1 s",
+                self.clock_resolution,
+            ));
+        }
         self.server.validate()?;
         if let IncidentKind::Overload { capacity } = self.incident.kind {
             check::fraction(SCOPE, "incident.capacity", capacity)?;
@@ -425,7 +464,7 @@ impl StormConfig {
     }
 }
 
-/// One strategy's numbers.
+/// One strategy's numbers (example in the [module docs](self)).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StormStrategyResult {
     /// The strategy's name.
@@ -488,7 +527,8 @@ impl StormStrategyResult {
     }
 }
 
-/// The `storm` scenario's result.
+/// The `storm` scenario's result (see [`run`]); equal results compare equal
+/// (the configuration is left out of the comparison).
 #[derive(Debug, Clone, Serialize)]
 pub struct StormResult {
     /// The settings it ran with.
@@ -506,14 +546,16 @@ impl PartialEq for StormResult {
 }
 
 impl StormResult {
-    /// The result of the strategy named `name`.
+    /// The result of the strategy named `name` (example in the
+    /// [module docs](self)).
     #[must_use]
     pub fn strategy(&self, name: &str) -> Option<&StormStrategyResult> {
         self.strategies.iter().find(|s| s.name == name)
     }
 }
 
-/// Runs every configured strategy on the same seed.
+/// Runs every configured strategy on the same seed (example in the
+/// [module docs](self)).
 ///
 /// # Errors
 /// [`SimError::Config`] for a bad setting, [`SimError::Core`] when a
@@ -596,7 +638,8 @@ fn run_one(
     config: &StormConfig,
     strategy: &StormStrategy,
 ) -> Result<StormStrategyResult, SimError> {
-    let mut engine: Engine<Ev> = Engine::new(config.seed);
+    let mut engine: Engine<Ev> =
+        Engine::new(config.seed).with_clock_resolution(config.clock_resolution);
     let clock = engine.clock().clone();
     let policies: Vec<ClientPolicy> = (0..config.clients)
         .map(|i| {
@@ -678,26 +721,26 @@ fn run_one(
                         u32::try_from(calls.len() - 1).unwrap_or(u32::MAX)
                     }
                 };
-                engine.schedule(now, Ev::Send(id));
+                send(
+                    &mut engine,
+                    &mut server,
+                    &mut service,
+                    &mut tally,
+                    id,
+                    epoch,
+                    rtt,
+                );
             }
             Ev::Send(id) => {
-                tally.attempt(now);
-                match server.arrive(id, &mut service) {
-                    Arrival::Started(id, service) => {
-                        engine
-                            .schedule(now.saturating_add(service), Ev::Finish { call: id, epoch });
-                    }
-                    Arrival::Queued => {}
-                    Arrival::Rejected(id) => {
-                        engine.schedule(
-                            now.saturating_add(rtt),
-                            Ev::Response {
-                                call: id,
-                                ok: false,
-                            },
-                        );
-                    }
-                }
+                send(
+                    &mut engine,
+                    &mut server,
+                    &mut service,
+                    &mut tally,
+                    id,
+                    epoch,
+                    rtt,
+                );
             }
             Ev::Finish {
                 call,
@@ -774,6 +817,36 @@ fn run_one(
     r.successes_per_bucket.extend_to(buckets);
     r.recovery_s = recovery(&r, incident.1, bucket, buckets, config.recovery_threshold);
     Ok(r)
+}
+
+/// One attempt of call `id` reaches the server now.
+#[inline]
+fn send(
+    engine: &mut Engine<Ev>,
+    server: &mut Server<u32>,
+    service: &mut steadfast::Rng,
+    tally: &mut Tally,
+    id: u32,
+    epoch: u32,
+    rtt: Nanos,
+) {
+    let now = engine.now();
+    tally.attempt(now);
+    match server.arrive(id, service) {
+        Arrival::Started(id, time) => {
+            engine.schedule(now.saturating_add(time), Ev::Finish { call: id, epoch });
+        }
+        Arrival::Queued => {}
+        Arrival::Rejected(id) => {
+            engine.schedule(
+                now.saturating_add(rtt),
+                Ev::Response {
+                    call: id,
+                    ok: false,
+                },
+            );
+        }
+    }
 }
 
 fn schedule_started(engine: &mut Engine<Ev>, now: Nanos, started: Vec<(u32, Nanos)>, epoch: u32) {
