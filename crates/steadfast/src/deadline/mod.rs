@@ -12,6 +12,7 @@
 //! | [`GrpcTimeout`], [`DeadlineHeader`] | the time left on the wire (`grpc-timeout`, or a configurable HTTP header) |
 //! | [`DeadlineGuard`], [`cancel_at`] | server side: a [`CancelToken`](crate::CancelToken) that fires when the deadline passes or the request is dropped |
 //! | [`timeout_at`], [`timeout`], [`DeadlineExceeded`], [`CancelCause`] | run a future under a deadline; tell a passed deadline from a cancellation |
+//! | [`Connector`] | connect with a deadline: retry with gRPC connection backoff until connected or out of time |
 //!
 //! # The rule for every outgoing call
 //!
@@ -74,6 +75,7 @@
 
 mod ambient;
 mod budget;
+mod connect;
 mod grpc_timeout;
 mod guard;
 mod header;
@@ -87,6 +89,7 @@ use crate::clock::Clock;
 
 pub use ambient::{WithDeadline, WithDeadlineExt, current, inherit, scope, scope_async};
 pub use budget::TimeBudget;
+pub use connect::{ConnectFailure, Connector, ConnectorBuilder};
 pub use grpc_timeout::{GrpcTimeout, MAX_TIMEOUT_VALUE, TimeoutUnit};
 pub use guard::DeadlineGuard;
 pub use header::{
