@@ -435,6 +435,17 @@ mod tests {
         assert_eq!(clock.elapsed(), S(3));
     }
 
+    #[test]
+    fn the_connect_future_is_send() {
+        fn assert_send<T: Send>(_: &T) {}
+        let clock = VirtualClock::new();
+        let connector = Connector::builder(clock.clone()).build().unwrap();
+        let fut = connector.connect(Deadline::after(clock.now(), S(1)), |_| async {
+            Err::<(), _>(std::io::Error::other("refused"))
+        });
+        assert_send(&fut);
+    }
+
     #[tokio::test]
     async fn attempt_limit() {
         let clock = VirtualClock::new();
