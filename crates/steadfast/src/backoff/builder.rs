@@ -17,6 +17,11 @@ pub(super) fn nanos(d: Duration) -> f64 {
     (d.as_nanos() as f64).min(MAX_NS)
 }
 
+/// A duration in whole nanoseconds, saturating at `u64::MAX`.
+pub(super) fn nanos_u64(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
 /// Nanoseconds to a duration: saturating, NaN and negatives give zero.
 #[inline]
 pub(super) fn duration_from_nanos(ns: f64) -> Duration {
@@ -165,7 +170,11 @@ pub struct Backoff {
     pub(super) jitter_first: bool,
     /// Whether `max_delay` holds after jitter.
     pub(super) cap_after_jitter: bool,
-    pub(super) min_ns: f64,
+    /// The floor, exact.
+    pub(super) min_ns: u64,
+    /// The cap, exact (applied last).
+    pub(super) max_u64: u64,
+    /// The cap as a float (applied to the envelope).
     pub(super) max_ns: f64,
     pub(super) max_attempts: Option<u32>,
     pub(super) max_total: Option<Duration>,
@@ -194,7 +203,8 @@ impl Backoff {
         jitter: Jitter::Full,
         jitter_first: true,
         cap_after_jitter: true,
-        min_ns: 0.0,
+        min_ns: 0,
+        max_u64: 10_000_000_000,
         max_ns: 10_000_000_000.0,
         max_attempts: None,
         max_total: None,
@@ -211,7 +221,8 @@ impl Backoff {
         jitter: Jitter::Proportional(0.2),
         jitter_first: false,
         cap_after_jitter: false,
-        min_ns: 0.0,
+        min_ns: 0,
+        max_u64: 120_000_000_000,
         max_ns: 120_000_000_000.0,
         max_attempts: None,
         max_total: None,
@@ -273,7 +284,7 @@ impl Backoff {
     /// ```
     #[must_use]
     pub fn max_delay(&self) -> Duration {
-        duration_from_nanos(self.max_ns)
+        Duration::from_nanos(self.max_u64)
     }
 
     /// The floor of each delay (after jitter).
@@ -283,7 +294,7 @@ impl Backoff {
     /// ```
     #[must_use]
     pub fn min_delay(&self) -> Duration {
-        duration_from_nanos(self.min_ns)
+        Duration::from_nanos(self.min_ns)
     }
 
     /// The limit on attempts, counting the first one (`None`: unlimited).
@@ -356,13 +367,13 @@ impl Backoff {
     #[must_use]
     pub fn delay_at(&self, n: u32, rng: &mut Rng) -> Duration {
         let mut state = ScheduleState::at_step(n);
-        duration_from_nanos(self.draw(&mut state, rng))
+        Duration::from_nanos(self.draw(&mut state, rng))
     }
 
     /// The next delay in nanoseconds (before `max_total_delay`), updating the
     /// curve memory in `state` (not the counters).
-    #[inline]
-    pub(super) fn draw(&self, state: &mut ScheduleState, rng: &mut Rng) -> f64 {
+    #[inline(always)]
+    pub(super) fn draw(&self, state: &mut ScheduleState, rng: &mut Rng) -> u64 {
         let step = state.step;
         let envelope = match self.curve {
             Curve::Constant { interval } => interval,
@@ -374,12 +385,13 @@ impl Backoff {
             Curve::Shift { initial, shift } => shift::envelope(initial, shift, step),
             Curve::Fibonacci { initial } => fibonacci::envelope(initial, self.max_ns, state),
             Curve::Decorrelated { base } => {
-                let d = decorrelated::aws(base, self.max_ns, state, rng).max(self.min_ns);
-                state.mem = d;
-                return d;
+                let sleep = self.clamp(decorrelated::aws(base, self.max_ns, state, rng));
+                // The next draw is relative to this sleep.
+                state.mem = sleep as f64;
+                return sleep;
             }
             Curve::DecorrelatedV2 { median } => {
-                return decorrelated::polly_v2(median, self.max_ns, state, rng).max(self.min_ns);
+                return self.clamp(decorrelated::polly_v2(median, self.max_ns, state, rng));
             }
         };
         // `min` maps NaN to the cap.
@@ -389,9 +401,16 @@ impl Backoff {
         } else {
             capped
         };
-        let floored = jittered.max(self.min_ns);
+        self.clamp(jittered)
+    }
+
+    /// Float nanoseconds to whole ones (saturating; NaN gives 0), then the
+    /// floor, then the cap where it holds after jitter; exact in integers.
+    #[inline(always)]
+    fn clamp(&self, ns: f64) -> u64 {
+        let floored = (ns as u64).max(self.min_ns);
         if self.cap_after_jitter {
-            floored.min(self.max_ns)
+            floored.min(self.max_u64)
         } else {
             floored
         }
@@ -416,7 +435,7 @@ impl Schedule for Backoff {
             }
             None => None,
         };
-        let mut delay = duration_from_nanos(self.draw(state, rng));
+        let mut delay = Duration::from_nanos(self.draw(state, rng));
         if let Some(left) = remaining {
             delay = delay.min(left);
         }
@@ -725,8 +744,10 @@ impl BackoffBuilder {
         let initial = nanos(self.initial.unwrap_or(default_initial));
         let multiplier = self.multiplier.unwrap_or(default_multiplier);
         let jitter = self.jitter.unwrap_or(default_jitter);
-        let max_ns = self.max_delay.or(default_max).map_or(MAX_NS, nanos);
-        let min_ns = self.min_delay.map_or(0.0, nanos);
+        let max = self.max_delay.or(default_max);
+        let max_ns = max.map_or(MAX_NS, nanos);
+        let max_u64 = max.map_or(u64::MAX, nanos_u64);
+        let min_ns = self.min_delay.map_or(0, nanos_u64);
 
         match kind {
             Kind::GrpcA6 | Kind::GrpcA6Legacy => {
@@ -768,12 +789,12 @@ impl BackoffBuilder {
                 shift,
             ));
         }
-        if min_ns > max_ns {
+        if min_ns > max_u64 {
             return Err(ConfigError::new(
                 c,
                 "min_delay",
                 "must not exceed max_delay",
-                (self.min_delay, duration_from_nanos(max_ns)),
+                (self.min_delay, max),
             ));
         }
         if self.max_attempts == Some(0) {
@@ -798,8 +819,7 @@ impl BackoffBuilder {
                 }
             }
             Kind::ShiftExponential => Curve::Shift {
-                initial: u64::try_from(self.initial.unwrap_or(default_initial).as_nanos())
-                    .unwrap_or(u64::MAX),
+                initial: nanos_u64(self.initial.unwrap_or(default_initial)),
                 shift,
             },
             Kind::Fibonacci => Curve::Fibonacci { initial },
@@ -813,6 +833,7 @@ impl BackoffBuilder {
             jitter_first: kind != Kind::GrpcGo,
             cap_after_jitter: !matches!(kind, Kind::GrpcGo | Kind::GrpcA6),
             min_ns,
+            max_u64,
             max_ns,
             max_attempts: self.max_attempts,
             max_total: self.max_total_delay,

@@ -84,7 +84,7 @@ impl Jitter {
             Self::None => v,
             Self::Proportional(f) => v * (1.0 + f * (2.0 * rng.unit_f64() - 1.0)),
             Self::Full => v * rng.unit_f64(),
-            Self::Equal => v * 0.5f64.mul_add(rng.unit_f64(), 0.5),
+            Self::Equal => v * (0.5 + 0.5 * rng.unit_f64()),
         }
     }
 
