@@ -49,47 +49,47 @@ fn main() -> Result<(), ConfigError> {
             Backoff::grpc_a6_legacy().build()?,
         ),
     ];
-    println!(
-        "First {SHOWN} delays of each preset (seed {SEED}); in brackets, the time waited so far.\n"
-    );
+    println!("First {SHOWN} delays of each built-in preset (seed {SEED}).");
+    println!("Row `delay`: the wait before retry n; row `waited`: the time waited so far.\n");
+    let mut header = format!("{:<34} {:<7}", "preset (name, cap)", "");
+    for n in 1..=SHOWN {
+        header.push_str(&format!(" {:>9}", format!("#{n}")));
+    }
+    println!("{header}");
+    println!("{}", "-".repeat(header.len()));
     for (label, backoff) in presets {
         let backoff = backoff.with_seed(Some(SEED));
-        println!(
-            "{label}  [{}, max {}{}]",
-            backoff.name(),
-            show(backoff.max_delay()),
-            cap_note(&backoff)
+        debug_assert_eq!(Schedule::seed(&backoff), Some(SEED));
+        let (mut delays, mut waited) = (
+            format!("{label:<34} {:<7}", "delay"),
+            format!("{:<34} {:<7}", describe(&backoff), "waited"),
         );
         let mut total = Duration::ZERO;
-        let mut line = String::new();
-        for (n, delay) in backoff.delays().take(SHOWN).enumerate() {
+        for delay in backoff.delays().take(SHOWN) {
             total += delay;
-            line.push_str(&format!(
-                "  {:>2}: {:>9} [{:>9}]",
-                n + 1,
-                show(delay),
-                show(total)
-            ));
-            if n % 4 == 3 {
-                println!("{line}");
-                line.clear();
-            }
+            delays.push_str(&format!(" {:>9}", show(delay)));
+            waited.push_str(&format!(" {:>9}", show(total)));
         }
-        if !line.is_empty() {
-            println!("{line}");
-        }
-        debug_assert_eq!(Schedule::seed(&backoff), Some(SEED));
-        println!();
+        println!("{delays}\n{waited}\n");
     }
+    println!("Caps hold after jitter except where marked `(+jitter)`: the gRPC specifications");
+    println!("let the jitter exceed the maximum (A6: up to 1.2 x maxBackoff).");
     Ok(())
 }
 
-fn cap_note(b: &Backoff) -> &'static str {
-    if b.caps_after_jitter() {
+/// `  name, cap` (or `no cap`), marked when jitter may exceed the cap.
+fn describe(b: &Backoff) -> String {
+    let cap = if b.max_delay() == Duration::from_nanos(u64::MAX) {
+        "no cap".to_owned()
+    } else {
+        format!("max {}", show(b.max_delay()))
+    };
+    let note = if b.caps_after_jitter() {
         ""
     } else {
-        ", jitter may exceed max"
-    }
+        " (+jitter)"
+    };
+    format!("  {}, {cap}{note}", b.name())
 }
 
 /// A duration in the largest unit that keeps it readable.
