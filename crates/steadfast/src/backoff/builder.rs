@@ -166,6 +166,10 @@ pub struct Backoff {
     pub(super) kind: Kind,
     pub(super) curve: Curve,
     pub(super) jitter: Jitter,
+    /// `jitter` as `v * (a + b * U)`, precomputed: no dispatch per delay.
+    pub(super) jitter_ab: (f64, f64),
+    /// Whether `jitter` draws at all (not `Jitter::None`).
+    pub(super) jitter_draws: bool,
     /// Whether the first delay (step 0) is jittered (not for grpc-go).
     pub(super) jitter_first: bool,
     /// Whether `max_delay` holds after jitter.
@@ -201,6 +205,8 @@ impl Backoff {
             multiplier: 2.0,
         },
         jitter: Jitter::Full,
+        jitter_ab: Jitter::Full.affine(),
+        jitter_draws: true,
         jitter_first: true,
         cap_after_jitter: true,
         min_ns: 0,
@@ -219,6 +225,8 @@ impl Backoff {
             multiplier: 1.6,
         },
         jitter: Jitter::Proportional(0.2),
+        jitter_ab: Jitter::Proportional(0.2).affine(),
+        jitter_draws: true,
         jitter_first: false,
         cap_after_jitter: false,
         min_ns: 0,
@@ -375,7 +383,38 @@ impl Backoff {
     #[inline(always)]
     pub(super) fn draw(&self, state: &mut ScheduleState, rng: &mut Rng) -> u64 {
         let step = state.step;
-        let envelope = match self.curve {
+        // The common curves first, tested in order (no jump table).
+        let envelope = if let Curve::Exponential {
+            initial,
+            multiplier,
+        } = self.curve
+        {
+            exponential::envelope(initial, multiplier, state)
+        } else if let Curve::Constant { interval } = self.curve {
+            interval
+        } else {
+            match self.other_envelope(state, rng) {
+                Ok(envelope) => envelope,
+                Err(done) => return done,
+            }
+        };
+        // `min` maps NaN to the cap.
+        let capped = envelope.min(self.max_ns);
+        let jittered = if self.jitter_draws && (self.jitter_first || step > 0) {
+            let (a, b) = self.jitter_ab;
+            capped * (a + b * rng.unit_f64())
+        } else {
+            capped
+        };
+        self.clamp(jittered)
+    }
+
+    /// The envelope of the other curves (`Ok`), or the finished delay of
+    /// those whose randomness is their own (`Err`).
+    #[inline]
+    fn other_envelope(&self, state: &mut ScheduleState, rng: &mut Rng) -> Result<f64, u64> {
+        let step = state.step;
+        Ok(match self.curve {
             Curve::Constant { interval } => interval,
             Curve::Linear { base, step: inc } => linear::envelope(base, inc, step),
             Curve::Exponential {
@@ -388,20 +427,12 @@ impl Backoff {
                 let sleep = self.clamp(decorrelated::aws(base, self.max_ns, state, rng));
                 // The next draw is relative to this sleep.
                 state.mem = sleep as f64;
-                return sleep;
+                return Err(sleep);
             }
             Curve::DecorrelatedV2 { median } => {
-                return self.clamp(decorrelated::polly_v2(median, self.max_ns, state, rng));
+                return Err(self.clamp(decorrelated::polly_v2(median, self.max_ns, state, rng)));
             }
-        };
-        // `min` maps NaN to the cap.
-        let capped = envelope.min(self.max_ns);
-        let jittered = if self.jitter_first || step > 0 {
-            self.jitter.apply(capped, rng)
-        } else {
-            capped
-        };
-        self.clamp(jittered)
+        })
     }
 
     /// Float nanoseconds to whole ones (saturating; NaN gives 0), then the
@@ -442,12 +473,27 @@ impl Schedule for Backoff {
         state.retries = state.retries.saturating_add(1);
         state.step = state.step.saturating_add(1);
         state.prev = delay;
-        state.total = state.total.saturating_add(delay);
+        state.total = add_saturating(state.total, delay);
         Some(delay)
     }
 
     fn seed(&self) -> Option<u64> {
         self.seed
+    }
+}
+
+/// `a + b`, saturating at `Duration::MAX`, without a branch on the carry of
+/// the nanoseconds (jittered delays make that branch unpredictable).
+/// `b` is a delay (at most `u64::MAX` ns, about 1.8e10 s), so
+/// `b.as_secs() + 1` cannot overflow.
+#[inline(always)]
+fn add_saturating(a: Duration, b: Duration) -> Duration {
+    let nanos = a.subsec_nanos() + b.subsec_nanos();
+    let carry = u32::from(nanos >= 1_000_000_000);
+    let nanos = nanos - carry * 1_000_000_000;
+    match a.as_secs().checked_add(b.as_secs() + u64::from(carry)) {
+        Some(secs) => Duration::new(secs, nanos),
+        None => Duration::MAX,
     }
 }
 
@@ -830,6 +876,8 @@ impl BackoffBuilder {
             kind,
             curve,
             jitter,
+            jitter_ab: jitter.affine(),
+            jitter_draws: jitter != Jitter::None,
             jitter_first: kind != Kind::GrpcGo,
             cap_after_jitter: !matches!(kind, Kind::GrpcGo | Kind::GrpcA6),
             min_ns,

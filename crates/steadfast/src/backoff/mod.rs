@@ -78,6 +78,27 @@ pub use jitter::Jitter;
 /// Implement it to plug a custom schedule into a
 /// [`RetryPolicy`](crate::RetryPolicy); the built-in [`Backoff`] covers
 /// the common and the specified curves.
+///
+/// ```
+/// use std::time::Duration;
+/// use steadfast::{Rng, Schedule, ScheduleState};
+///
+/// /// Waits 10 ms, then 20 ms, then gives up.
+/// #[derive(Debug)]
+/// struct Twice;
+/// impl Schedule for Twice {
+///     fn next_delay(&self, state: &mut ScheduleState, _rng: &mut Rng) -> Option<Duration> {
+///         let d = [10, 20].get(state.retries as usize).map(|ms| Duration::from_millis(*ms))?;
+///         state.retries += 1;
+///         state.step += 1;
+///         state.prev = d;
+///         state.total += d;
+///         Some(d)
+///     }
+/// }
+/// let delays: Vec<_> = steadfast::backoff::Delays::new(Twice, Rng::with_seed(0)).collect();
+/// assert_eq!(delays, [Duration::from_millis(10), Duration::from_millis(20)]);
+/// ```
 pub trait Schedule: fmt::Debug + Send + Sync {
     /// The delay before the next retry, advancing `state`; `None` when the
     /// schedule's own limits (attempts, total delay) are used up.
