@@ -181,3 +181,20 @@ fn extreme_but_valid_durations_build() {
         }
     }
 }
+
+#[test]
+fn values_have_the_common_traits() {
+    fn value<T: Clone + Copy + std::fmt::Debug + PartialEq + Send + Sync + 'static + Default>() {}
+    fn iterator<T: Iterator<Item = Duration> + Clone + std::fmt::Debug + Send + Sync>() {}
+    value::<Backoff>();
+    value::<Jitter>();
+    value::<GrpcConnectionBackoff>();
+    iterator::<steadfast::backoff::Delays>();
+    iterator::<steadfast::backoff::Delays<GrpcConnectionBackoff>>();
+    // Debug is readable: durations, not raw nanoseconds.
+    let shown = format!("{:?}", Backoff::default());
+    assert!(
+        shown.contains("initial: 100ms") && shown.contains("max_delay: 10s"),
+        "{shown}"
+    );
+}

@@ -104,9 +104,12 @@ proptest! {
         }
     }
 
-    /// Unjittered curves never decrease.
+    /// Unjittered curves (grpc-go's included) never decrease.
     #[test]
-    fn envelopes_are_monotone(builder in jitterable(), max in duration()) {
+    fn envelopes_are_monotone(
+        builder in prop_oneof![jitterable(), (duration(), multiplier()).prop_map(|(i, m)| Backoff::grpc_go().initial(i).multiplier(m))],
+        max in duration()
+    ) {
         let plain = builder.max_delay(max).jitter(Jitter::None).build().unwrap();
         let delays: Vec<Duration> = plain.delays().take(200).collect();
         prop_assert!(delays.windows(2).all(|w| w[0] <= w[1]), "{:?}", delays);

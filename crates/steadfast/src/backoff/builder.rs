@@ -410,8 +410,9 @@ impl Backoff {
     }
 
     /// The envelope of the other curves (`Ok`), or the finished delay of
-    /// those whose randomness is their own (`Err`).
-    #[inline]
+    /// those whose randomness is their own (`Err`). Out of line, so that the
+    /// hot path (exponential and constant) stays small enough to inline.
+    #[inline(never)]
     fn other_envelope(&self, state: &mut ScheduleState, rng: &mut Rng) -> Result<f64, u64> {
         let step = state.step;
         Ok(match self.curve {
