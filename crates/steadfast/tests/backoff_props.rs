@@ -71,13 +71,19 @@ fn any_builder() -> impl Strategy<Value = BackoffBuilder> {
 }
 
 /// The largest delay a schedule may give: its cap, or for the gRPC
-/// schedules the cap times the jitter's largest factor.
+/// schedules the cap times the jitter's largest factor (and for grpc-go,
+/// whose first delay is the base delay exactly, at least that).
 fn ceiling(b: &Backoff) -> f64 {
     let max = b.max_delay().as_nanos() as f64;
+    let floor = b.min_delay().as_nanos() as f64;
     if b.caps_after_jitter() {
         max
+    } else if b.name() == "grpc-go" {
+        (max * b.jitter().max_factor())
+            .max(floor)
+            .max(b.initial().as_nanos() as f64)
     } else {
-        (max * b.jitter().max_factor()).max(b.min_delay().as_nanos() as f64)
+        (max * b.jitter().max_factor()).max(floor)
     }
 }
 
@@ -112,7 +118,11 @@ proptest! {
     ) {
         let plain = builder.max_delay(max).jitter(Jitter::None).build().unwrap();
         let delays: Vec<Duration> = plain.delays().take(200).collect();
-        prop_assert!(delays.windows(2).all(|w| w[0] <= w[1]), "{:?}", delays);
+        prop_assert!(delays[1..].windows(2).all(|w| w[0] <= w[1]), "{:?}", delays);
+        // grpc-go's first delay is its base delay even above the cap.
+        if plain.name() != "grpc-go" || plain.initial() <= max {
+            prop_assert!(delays[0] <= delays[1], "{:?}", delays);
+        }
     }
 
     /// Same seed, same schedule; the iterator and `next_delay` agree.

@@ -117,7 +117,7 @@ pub(super) enum Curve {
 /// | [`fibonacci()`](Self::fibonacci) | `initial * F(n+1)` (1, 1, 2, 3, 5, …) | 100 ms, max 10 s | none | yes |
 /// | [`decorrelated()`](Self::decorrelated) | `min(max, U(initial, 3 * prev))` | 100 ms, max 10 s | built in | yes |
 /// | [`decorrelated_v2()`](Self::decorrelated_v2) | Polly's V2 formula | median 100 ms, max 10 s | built in | yes |
-/// | [`grpc_go()`](Self::grpc_go) | `min(initial * multiplier^n, max)`, `n = 0` unjittered | 1 s, ×1.6, max 120 s | ±0.2 | **no** (spec) |
+/// | [`grpc_go()`](Self::grpc_go) | `min(initial * multiplier^n, max)`; `n = 0`: `initial` exactly | 1 s, ×1.6, max 120 s | ±0.2 | **no** (spec) |
 /// | [`grpc_a6()`](Self::grpc_a6) | `min(initial * multiplier^n, max) * U(0.8, 1.2)` | 100 ms, ×2, max 1 s | ±0.2 (fixed) | **no** (spec) |
 /// | [`grpc_a6_legacy()`](Self::grpc_a6_legacy) | `U(0, min(initial * multiplier^n, max))` | 100 ms, ×2, max 1 s | full (fixed) | yes (trivially) |
 ///
@@ -170,8 +170,9 @@ pub struct Backoff {
     pub(super) jitter_ab: (f64, f64),
     /// Whether `jitter` draws at all (not `Jitter::None`).
     pub(super) jitter_draws: bool,
-    /// Whether the first delay (step 0) is jittered (not for grpc-go).
-    pub(super) jitter_first: bool,
+    /// Whether the first delay (step 0) is `initial` exactly, neither capped
+    /// nor jittered (grpc-go's `Backoff(0)`, gRPC connection backoff).
+    pub(super) base_first: bool,
     /// Whether `max_delay` holds after jitter.
     pub(super) cap_after_jitter: bool,
     /// The floor, exact.
@@ -207,7 +208,7 @@ impl Backoff {
         jitter: Jitter::Full,
         jitter_ab: Jitter::Full.affine(),
         jitter_draws: true,
-        jitter_first: true,
+        base_first: false,
         cap_after_jitter: true,
         min_ns: 0,
         max_u64: 10_000_000_000,
@@ -227,7 +228,7 @@ impl Backoff {
         jitter: Jitter::Proportional(0.2),
         jitter_ab: Jitter::Proportional(0.2).affine(),
         jitter_draws: true,
-        jitter_first: false,
+        base_first: true,
         cap_after_jitter: false,
         min_ns: 0,
         max_u64: 120_000_000_000,
@@ -272,6 +273,26 @@ impl Backoff {
     #[must_use]
     pub const fn name(&self) -> &'static str {
         self.kind.name()
+    }
+
+    /// The curve's first parameter: the interval of a constant schedule, the
+    /// initial delay or base of the others, the median first delay of
+    /// decorrelated V2.
+    ///
+    /// ```
+    /// assert_eq!(steadfast::Backoff::default().initial(), std::time::Duration::from_millis(100));
+    /// ```
+    #[must_use]
+    pub fn initial(&self) -> Duration {
+        match self.curve {
+            Curve::Shift { initial, .. } => Duration::from_nanos(initial),
+            Curve::Constant { interval: v }
+            | Curve::Linear { base: v, .. }
+            | Curve::Exponential { initial: v, .. }
+            | Curve::Fibonacci { initial: v }
+            | Curve::Decorrelated { base: v }
+            | Curve::DecorrelatedV2 { median: v } => duration_from_nanos(v),
+        }
     }
 
     /// The jitter applied to the envelope (`Jitter::None` for schedules whose
@@ -398,15 +419,20 @@ impl Backoff {
                 Err(done) => return done,
             }
         };
-        // `min` maps NaN to the cap.
-        let capped = envelope.min(self.max_ns);
-        let jittered = if self.jitter_draws && (self.jitter_first || step > 0) {
-            let (a, b) = self.jitter_ab;
-            capped * (a + b * rng.unit_f64())
+        if !self.base_first || step > 0 {
+            // `min` maps NaN to the cap.
+            let capped = envelope.min(self.max_ns);
+            let jittered = if self.jitter_draws {
+                let (a, b) = self.jitter_ab;
+                capped * (a + b * rng.unit_f64())
+            } else {
+                capped
+            };
+            self.clamp(jittered)
         } else {
-            capped
-        };
-        self.clamp(jittered)
+            // grpc-go: the first delay is the base delay, exactly.
+            self.clamp(envelope)
+        }
     }
 
     /// The envelope of the other curves (`Ok`), or the finished delay of
@@ -879,7 +905,7 @@ impl BackoffBuilder {
             jitter,
             jitter_ab: jitter.affine(),
             jitter_draws: jitter != Jitter::None,
-            jitter_first: kind != Kind::GrpcGo,
+            base_first: kind == Kind::GrpcGo,
             cap_after_jitter: !matches!(kind, Kind::GrpcGo | Kind::GrpcA6),
             min_ns,
             max_u64,
