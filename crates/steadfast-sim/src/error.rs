@@ -54,6 +54,15 @@ pub enum SimError {
         /// The drawing backend's message.
         message: String,
     },
+    /// A run grew past the simulator's bound on work (for example a
+    /// schedule with zero delays retrying through a long outage); it was
+    /// stopped instead of running on for hours.
+    TooMuchWork {
+        /// The scenario.
+        scenario: &'static str,
+        /// The bound on simulated attempts that was reached.
+        limit: u64,
+    },
 }
 
 impl SimError {
@@ -94,6 +103,11 @@ impl fmt::Display for SimError {
             }
             Self::Io { path, source } => write!(f, "cannot write {}: {source}", path.display()),
             Self::Plot { path, message } => write!(f, "cannot draw {}: {message}", path.display()),
+            Self::TooMuchWork { scenario, limit } => write!(
+                f,
+                "the {scenario} run passed {limit} simulated attempts and was stopped; \
+                 use fewer clients or calls, a shorter run, or longer delays"
+            ),
         }
     }
 }
@@ -145,6 +159,29 @@ pub(crate) mod check {
                 "must be longer than zero",
                 value,
             ));
+        }
+        Ok(())
+    }
+
+    /// The most attempts one scenario run may simulate (a few minutes of
+    /// work at the simulator's speed).
+    pub(crate) const MAX_ATTEMPTS: u64 = 200_000_000;
+
+    /// The most clients (or calls kept in memory at once) a scenario takes.
+    pub(crate) const MAX_CLIENTS: u64 = 10_000_000;
+
+    /// The most buckets a time series may have.
+    pub(crate) const MAX_BUCKETS: u64 = 10_000_000;
+
+    pub(crate) fn at_most(
+        scope: &'static str,
+        field: &'static str,
+        value: u64,
+        max: u64,
+        rule: &'static str,
+    ) -> Result<(), SimError> {
+        if value > max {
+            return Err(SimError::config(scope, field, rule, value));
         }
         Ok(())
     }

@@ -148,6 +148,22 @@ fn bad_input_is_an_error_not_a_panic() {
         ),
         (
             "clients",
+            HerdConfig {
+                clients: u32::MAX,
+                ..herd.clone()
+            }
+            .validate(),
+        ),
+        (
+            "window",
+            HerdConfig {
+                window: Duration::from_nanos(1),
+                ..herd.clone()
+            }
+            .validate(),
+        ),
+        (
+            "clients",
             StormConfig {
                 clients: 0,
                 ..storm.clone()

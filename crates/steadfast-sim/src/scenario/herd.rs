@@ -301,6 +301,13 @@ impl HerdConfig {
             1,
             "must be at least 1",
         )?;
+        check::at_most(
+            SCOPE,
+            "clients",
+            self.clients.into(),
+            check::MAX_CLIENTS,
+            "must be at most 10,000,000",
+        )?;
         check::at_least(
             SCOPE,
             "accepts_per_window",
@@ -317,6 +324,15 @@ impl HerdConfig {
                 "cap",
                 "must be at least `base`",
                 self.cap,
+            ));
+        }
+        let buckets = self.horizon.as_nanos() / self.window.as_nanos().max(1);
+        if buckets > u128::from(check::MAX_BUCKETS) {
+            return Err(SimError::config(
+                SCOPE,
+                "window",
+                "must be at least `horizon` / 10,000,000",
+                self.window,
             ));
         }
         if self.outage >= self.horizon {
@@ -349,8 +365,8 @@ pub fn run(config: &HerdConfig) -> Result<HerdResult, SimError> {
     let strategies = config
         .strategies
         .iter()
-        .map(|s| run_one(config, s))
-        .collect::<Vec<_>>();
+        .map(|s| run_one(config, s, check::MAX_ATTEMPTS))
+        .collect::<Result<Vec<_>, _>>()?;
     let agreement = brooker(&strategies);
     Ok(HerdResult {
         config: config.clone(),
@@ -369,7 +385,11 @@ struct Client {
     rng: Rng,
 }
 
-fn run_one(config: &HerdConfig, strategy: &HerdStrategy) -> HerdStrategyResult {
+fn run_one(
+    config: &HerdConfig,
+    strategy: &HerdStrategy,
+    limit: u64,
+) -> Result<HerdStrategyResult, SimError> {
     let mut engine: Engine<Attempt> = Engine::new(config.seed);
     let mut clients: Vec<Client> = (0..config.clients)
         .map(|_| Client {
@@ -392,6 +412,12 @@ fn run_one(config: &HerdConfig, strategy: &HerdStrategy) -> HerdStrategyResult {
     while let Some((now, Attempt { client })) = engine.pop() {
         if now > horizon {
             break;
+        }
+        if times.len() as u64 >= limit {
+            return Err(SimError::TooMuchWork {
+                scenario: "herd",
+                limit,
+            });
         }
         times.push(now);
         series.add(now);
@@ -423,7 +449,7 @@ fn run_one(config: &HerdConfig, strategy: &HerdStrategy) -> HerdStrategyResult {
     }
 
     let recovery_from = times.partition_point(|&t| t < outage_end);
-    HerdStrategyResult {
+    Ok(HerdStrategyResult {
         name: strategy.name.clone(),
         total_attempts: times.len() as u64,
         attempts_while_down: recovery_from as u64,
@@ -434,7 +460,7 @@ fn run_one(config: &HerdConfig, strategy: &HerdStrategy) -> HerdStrategyResult {
         gave_up,
         attempts_per_window: series,
         connected_per_window: connected_series,
-    }
+    })
 }
 
 /// Brooker (2015): jitter cuts the work of contending clients by more than
@@ -489,3 +515,27 @@ pub const EQUAL_JITTER: &str = "equal jitter";
 pub const DECORRELATED_JITTER: &str = "decorrelated jitter";
 /// The name of the gRPC connection backoff strategy in [`HerdStrategy::standard`].
 pub const GRPC_CONNECTION: &str = "gRPC connection backoff";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_that_never_ends_is_stopped_with_an_error() {
+        let zero = Backoff::constant(Duration::ZERO).build().unwrap();
+        let config = HerdConfig {
+            clients: 10,
+            strategies: vec![HerdStrategy::new("busy loop", zero)],
+            ..HerdConfig::default()
+        };
+        let err = run_one(&config, &config.strategies[0], 10_000).unwrap_err();
+        assert!(matches!(
+            err,
+            SimError::TooMuchWork {
+                scenario: "herd",
+                limit: 10_000
+            }
+        ));
+        assert!(err.to_string().contains("10000 simulated attempts"));
+    }
+}

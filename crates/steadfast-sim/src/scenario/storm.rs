@@ -409,6 +409,13 @@ impl StormConfig {
             1,
             "must be at least 1",
         )?;
+        check::at_most(
+            SCOPE,
+            "clients",
+            self.clients.into(),
+            check::MAX_CLIENTS,
+            "must be at most 10,000,000",
+        )?;
         check::finite_positive(SCOPE, "call_rate", self.call_rate)?;
         check::positive_duration(SCOPE, "duration", self.duration)?;
         check::positive_duration(SCOPE, "bucket", self.bucket)?;
@@ -435,12 +442,21 @@ impl StormConfig {
         }
         // A bound on the work: the expected number of calls.
         let calls = self.call_rate * self.duration.as_secs_f64();
-        if calls > 1e9 {
+        if calls > 1e8 {
             return Err(SimError::config(
                 SCOPE,
                 "call_rate",
-                "times `duration` must stay below 1e9 calls",
+                "times `duration` must stay below 100,000,000 calls",
                 calls,
+            ));
+        }
+        let buckets = self.duration.as_nanos() / self.bucket.as_nanos().max(1);
+        if buckets > u128::from(check::MAX_BUCKETS) {
+            return Err(SimError::config(
+                SCOPE,
+                "bucket",
+                "must be at least `duration` / 10,000,000",
+                self.bucket,
             ));
         }
         if self.strategies.is_empty() {
@@ -452,6 +468,13 @@ impl StormConfig {
             ));
         }
         for s in &self.strategies {
+            check::at_most(
+                SCOPE,
+                "strategies.max_attempts",
+                s.max_attempts.into(),
+                100,
+                "must be at most 100",
+            )?;
             check::at_least(
                 SCOPE,
                 "strategies.max_attempts",
@@ -603,6 +626,7 @@ type ClientPolicy = RetryPolicy<SeededCalls<Arc<dyn Schedule>>>;
 struct Tally {
     r: StormStrategyResult,
     incident: (Nanos, Nanos),
+    over_limit: bool,
 }
 
 impl Tally {
@@ -620,6 +644,9 @@ impl Tally {
 
     fn attempt(&mut self, at: Nanos) {
         self.r.attempts += 1;
+        if self.r.attempts > check::MAX_ATTEMPTS {
+            self.over_limit = true;
+        }
         self.r.attempts_per_bucket.add(at);
         if self.in_incident(at) {
             self.r.incident_attempts += 1;
@@ -683,6 +710,7 @@ fn run_one(
             successes_per_bucket: Series::new(bucket),
         },
         incident,
+        over_limit: false,
     };
     let (mut successes, mut incident_successes) = (0u64, 0u64);
     let mut calls: Vec<Option<Call>> = Vec::new();
@@ -692,6 +720,12 @@ fn run_one(
     engine.schedule(incident.1, Ev::IncidentEnd);
     engine.schedule(0, Ev::Arrival);
     while let Some((now, event)) = engine.pop() {
+        if tally.over_limit {
+            return Err(SimError::TooMuchWork {
+                scenario: "storm",
+                limit: check::MAX_ATTEMPTS,
+            });
+        }
         match event {
             Ev::Arrival => {
                 let gap = -mean_gap * (1.0 - arrivals.unit_f64()).ln();
