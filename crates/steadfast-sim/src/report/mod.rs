@@ -439,6 +439,7 @@ fn herd_section(h: &HerdResult) -> Section {
                     shade: Some((0.0, c.outage.as_secs_f64())),
                     log_y: false,
                     x_max: Some(zoom),
+                    legend_low: false,
                 },
             ),
             (
@@ -451,6 +452,7 @@ fn herd_section(h: &HerdResult) -> Section {
                     shade: Some((0.0, c.outage.as_secs_f64())),
                     log_y: false,
                     x_max: None,
+                    legend_low: true, // the lines climb to the top left
                 },
             ),
         ],
@@ -573,6 +575,7 @@ fn storm_section(r: &StormResult) -> Section {
                     shade,
                     log_y: false,
                     x_max: None,
+                    legend_low: false,
                 },
             ),
             (
@@ -585,6 +588,7 @@ fn storm_section(r: &StormResult) -> Section {
                     shade,
                     log_y: false,
                     x_max: None,
+                    legend_low: false,
                 },
             ),
         ],

@@ -47,6 +47,8 @@ pub(crate) struct Chart {
     pub(crate) log_y: bool,
     /// Points right of this are left out (to zoom on the interesting part).
     pub(crate) x_max: Option<f64>,
+    /// The legend goes in the lower right corner instead of the upper right.
+    pub(crate) legend_low: bool,
 }
 
 fn register_font() -> Result<(), String> {
@@ -178,7 +180,11 @@ where
             });
     }
     ctx.configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
+        .position(if chart.legend_low {
+            SeriesLabelPosition::LowerRight
+        } else {
+            SeriesLabelPosition::UpperRight
+        })
         .label_font((FAMILY, 14))
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK.mix(0.4))
