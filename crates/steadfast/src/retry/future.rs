@@ -1,7 +1,7 @@
 use std::fmt;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use pin_project_lite::pin_project;
@@ -24,38 +24,48 @@ pin_project! {
         N: Notify<E>,
         C: AsyncClock,
     {
-        op: F,
-        policy: P,
-        classify: K,
-        notify: N,
-        clock: C,
-        cancel: Option<Cancelled>,
-        name: Option<&'static str>,
-        deadline: Option<Deadline>,
-        // Made when the call first needs it: never, for a lean call whose
-        // first attempt succeeds.
-        call: Option<CallState>,
-        last: Option<Result<T, E>>,
-        timed_out: bool,
-        // The lean path (see `RetryPolicy::is_lean`): the first attempt runs
-        // here, with no state, timer or cancellation around it.
-        lean: bool,
+        // Everything that is not pinned, in one field: a projection then
+        // costs four pointers, not sixteen.
+        core: Core<F, P, K, N, C, T, E>,
+        // The attempt in flight (phase `Attempt`).
         #[pin]
-        first: Option<Fut>,
+        attempt: Option<WithDeadline<Fut>>,
+        // The attempt's deadline timer (phase `Attempt`) or the wait before
+        // the next attempt (phase `Sleep`): never both at once.
         #[pin]
-        phase: Phase<WithDeadline<Fut>, N::Future, C::Sleep>,
+        timer: Option<C::Sleep>,
+        // The notify hook's future (phase `Notify`).
+        #[pin]
+        hook: Option<N::Future>,
     }
 }
 
-pin_project! {
-    #[project = PhaseProj]
-    enum Phase<Fut, H, S> {
-        Start,
-        Attempt { #[pin] fut: Fut, #[pin] timer: Option<S> },
-        Notify { #[pin] hook: H, delay: Duration },
-        Sleep { #[pin] sleep: S },
-        Done,
-    }
+/// The unpinned state of a [`RetryFuture`].
+struct Core<F, P, K, N, C, T, E> {
+    op: F,
+    policy: P,
+    classify: K,
+    notify: N,
+    clock: C,
+    cancel: Option<Cancelled>,
+    name: Option<&'static str>,
+    deadline: Option<Deadline>,
+    /// Made when the call first needs it: never, for a lean call (see
+    /// `RetryPolicy::is_lean`) whose first attempt succeeds.
+    call: Option<CallState>,
+    last: Option<Result<T, E>>,
+    timed_out: bool,
+    phase: Phase,
+}
+
+/// Where a retry future is; the futures it drives live in its pinned slots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Start,
+    Attempt,
+    Notify(Duration),
+    Sleep,
+    Done,
 }
 
 impl<F, Fut, P, K, N, C, T, E> fmt::Debug for RetryFuture<F, Fut, P, K, N, C, T, E>
@@ -65,9 +75,10 @@ where
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RetryFuture")
-            .field("name", &self.name)
-            .field("call", &self.call)
-            .field("timed_out", &self.timed_out)
+            .field("name", &self.core.name)
+            .field("phase", &self.core.phase)
+            .field("call", &self.core.call)
+            .field("timed_out", &self.core.timed_out)
             .finish_non_exhaustive()
     }
 }
@@ -85,28 +96,28 @@ where
     type IntoFuture = RetryFuture<F, Fut, P, K, N, C, T, E>;
 
     fn into_future(self) -> Self::IntoFuture {
-        let lean = self.policy.as_policy().is_lean()
-            && self.options.cancel.is_none()
-            && self.options.deadline.is_none();
         RetryFuture {
-            lean,
-            first: None,
-            op: self.op,
-            policy: self.policy,
-            classify: self.classify,
-            notify: self.notify,
-            clock: self.clock,
-            cancel: self
-                .options
-                .cancel
-                .as_ref()
-                .map(crate::CancelToken::cancelled),
-            name: self.options.name,
-            deadline: self.options.deadline,
-            call: None,
-            last: None,
-            timed_out: false,
-            phase: Phase::Start,
+            core: Core {
+                op: self.op,
+                policy: self.policy,
+                classify: self.classify,
+                notify: self.notify,
+                clock: self.clock,
+                cancel: self
+                    .options
+                    .cancel
+                    .as_ref()
+                    .map(crate::CancelToken::cancelled),
+                name: self.options.name,
+                deadline: self.options.deadline,
+                call: None,
+                last: None,
+                timed_out: false,
+                phase: Phase::Start,
+            },
+            attempt: None,
+            timer: None,
+            hook: None,
         }
     }
 }
@@ -124,67 +135,73 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
-        if *this.lean {
-            if this.first.is_none() {
-                if crate::deadline::current().is_some() {
-                    // An ambient deadline needs a timer: the full path.
-                    *this.lean = false;
-                } else {
-                    this.first.set(Some((this.op)(Attempt::new(1))));
-                }
-            }
-            if let Some(fut) = this.first.as_mut().as_pin_mut() {
-                let outcome = ready!(fut.poll(cx));
-                this.first.set(None);
-                *this.lean = false;
-                let verdict = this.classify.classify(&outcome);
-                match outcome {
-                    Ok(value) if verdict == Verdict::Success => return Poll::Ready(Ok(value)),
-                    outcome => {
-                        if let Some(done) = this.on_outcome(Some(outcome), verdict) {
-                            return Poll::Ready(done);
-                        }
-                    }
-                }
-            }
-        }
         loop {
             if this
+                .core
                 .cancel
                 .as_ref()
                 .is_some_and(|c| c.token().is_cancelled())
             {
                 return Poll::Ready(this.stop_cancelled());
             }
-            match this.phase.as_mut().project() {
-                PhaseProj::Start => {
-                    if let Err(refusal) = this.policy.as_policy().admit() {
-                        this.phase.set(Phase::Done);
-                        return Poll::Ready(Err(refused(refusal.by, *this.name)));
+            match this.core.phase {
+                Phase::Start => {
+                    if this.core.policy.as_policy().is_lean()
+                        && this.core.cancel.is_none()
+                        && this.core.deadline.is_none()
+                        && crate::deadline::current().is_none()
+                    {
+                        // The lean path: no control to ask, no time limit,
+                        // nothing to cancel; no state until something fails.
+                        let fut = WithDeadline::exactly((this.core.op)(Attempt::new(1)), None);
+                        this.attempt.set(Some(fut));
+                        this.core.phase = Phase::Attempt;
+                        continue;
                     }
-                    state(this.call, this.policy, this.clock, *this.deadline);
+                    if let Err(refusal) = this.core.policy.as_policy().admit() {
+                        this.core.phase = Phase::Done;
+                        return Poll::Ready(Err(refused(refusal.by, this.core.name)));
+                    }
                     this.start_attempt();
                 }
-                PhaseProj::Attempt { fut, timer } => {
+                Phase::Attempt => {
+                    let Some(fut) = this.attempt.as_mut().as_pin_mut() else {
+                        unreachable!("an attempt is in flight in phase Attempt");
+                    };
                     let (outcome, verdict) = match fut.poll(cx) {
                         Poll::Ready(outcome) => {
-                            let verdict = this.classify.classify(&outcome);
-                            *this.timed_out = false;
+                            let verdict = this.core.classify.classify(&outcome);
+                            if this.core.call.is_none() && verdict == Verdict::Success {
+                                // The lean path's first attempt succeeded.
+                                if let Ok(value) = outcome {
+                                    this.core.phase = Phase::Done;
+                                    return Poll::Ready(Ok(value));
+                                }
+                            }
+                            this.attempt.set(None);
+                            this.timer.set(None);
+                            this.core.timed_out = false;
                             (Some(outcome), verdict)
                         }
-                        Poll::Pending => match timer.as_pin_mut().map(|t| t.poll(cx)) {
+                        Poll::Pending => match this.timer.as_mut().as_pin_mut().map(|t| t.poll(cx))
+                        {
                             Some(Poll::Ready(())) => {
-                                let now = this.clock.now();
-                                let call =
-                                    state(this.call, this.policy, this.clock, *this.deadline);
+                                this.attempt.set(None);
+                                this.timer.set(None);
+                                this.core.timed_out = true;
+                                let now = this.core.clock.now();
+                                let call = state(
+                                    &mut this.core.call,
+                                    &this.core.policy,
+                                    &this.core.clock,
+                                    this.core.deadline,
+                                );
                                 if call.deadline().is_some_and(|d| d.is_expired(now)) {
                                     // The call's own deadline, not just the attempt's: stop.
-                                    this.phase.set(Phase::Done);
-                                    *this.timed_out = true;
                                     call.count_abandoned_attempt();
+                                    this.core.phase = Phase::Done;
                                     return Poll::Ready(this.finish(StopReason::Deadline));
                                 }
-                                *this.timed_out = true;
                                 (None, Verdict::Retry)
                             }
                             _ => return this.pending(cx),
@@ -194,25 +211,31 @@ where
                         return Poll::Ready(done);
                     }
                 }
-                PhaseProj::Notify { hook, delay } => {
-                    if hook.poll(cx).is_pending() {
-                        return this.pending(cx);
+                Phase::Notify(delay) => {
+                    if let Some(hook) = this.hook.as_mut().as_pin_mut() {
+                        if hook.poll(cx).is_pending() {
+                            return this.pending(cx);
+                        }
+                        this.hook.set(None);
                     }
                     if delay.is_zero() {
                         // No timer for a zero wait: go straight to the next attempt.
                         this.start_attempt();
                     } else {
-                        let sleep = this.clock.sleep(*delay);
-                        this.phase.set(Phase::Sleep { sleep });
+                        this.timer.set(Some(this.core.clock.sleep(delay)));
+                        this.core.phase = Phase::Sleep;
                     }
                 }
-                PhaseProj::Sleep { sleep } => {
-                    if sleep.poll(cx).is_pending() {
-                        return this.pending(cx);
+                Phase::Sleep => {
+                    if let Some(sleep) = this.timer.as_mut().as_pin_mut() {
+                        if sleep.poll(cx).is_pending() {
+                            return this.pending(cx);
+                        }
+                        this.timer.set(None);
                     }
                     this.start_attempt();
                 }
-                PhaseProj::Done => panic!("RetryFuture polled after it completed"),
+                Phase::Done => panic!("RetryFuture polled after it completed"),
             }
         }
     }
@@ -244,35 +267,45 @@ where
         outcome: Option<Result<T, E>>,
         verdict: Verdict,
     ) -> Option<Result<T, RetryError<E>>> {
-        let call = state(self.call, self.policy, self.clock, *self.deadline);
-        let decision = self.policy.as_policy().decide(call, verdict, self.clock);
+        let call = state(
+            &mut self.core.call,
+            &self.core.policy,
+            &self.core.clock,
+            self.core.deadline,
+        );
+        let decision = self
+            .core
+            .policy
+            .as_policy()
+            .decide(call, verdict, &self.core.clock);
         let attempts = call.attempts();
         match decision {
             Decision::Succeed => {
-                self.phase.set(Phase::Done);
+                self.core.phase = Phase::Done;
                 Some(match outcome {
                     Some(Ok(value)) => Ok(value),
                     other => {
                         // The classifier called an error (or a timeout) final.
-                        *self.last = other;
+                        self.core.last = other;
                         self.finish(StopReason::Permanent)
                     }
                 })
             }
             Decision::Stop(reason) => {
-                self.phase.set(Phase::Done);
+                self.core.phase = Phase::Done;
                 if outcome.is_some() {
-                    *self.last = outcome;
+                    self.core.last = outcome;
                 }
                 Some(self.finish(reason))
             }
             Decision::Retry(delay) => {
                 let error = outcome.as_ref().and_then(|o| o.as_ref().err());
-                let hook = self.notify.notify(attempts, error, delay);
+                let hook = self.core.notify.notify(attempts, error, delay);
                 if outcome.is_some() {
-                    *self.last = outcome;
+                    self.core.last = outcome;
                 }
-                self.phase.set(Phase::Notify { hook, delay });
+                self.hook.set(Some(hook));
+                self.core.phase = Phase::Notify(delay);
                 None
             }
         }
@@ -280,25 +313,34 @@ where
 
     /// Makes the next attempt's future, with a timer for its deadline if it has one.
     fn start_attempt(&mut self) {
-        let call = state(self.call, self.policy, self.clock, *self.deadline);
+        let call = state(
+            &mut self.core.call,
+            &self.core.policy,
+            &self.core.clock,
+            self.core.deadline,
+        );
         let deadline = attempt_deadline(
             call.deadline(),
-            self.policy.as_policy().attempt_timeout(),
-            self.clock,
+            self.core.policy.as_policy().attempt_timeout(),
+            &self.core.clock,
         );
         let attempt = Attempt {
             number: call.attempts().saturating_add(1),
             deadline,
         };
-        let timer = deadline.map(|d| self.clock.sleep(d.remaining(self.clock.now())));
-        let fut = WithDeadline::exactly((self.op)(attempt), deadline);
-        self.phase.set(Phase::Attempt { fut, timer });
+        let timer = deadline.map(|d| self.core.clock.sleep(d.remaining(self.core.clock.now())));
+        self.timer.set(timer);
+        self.attempt.set(Some(WithDeadline::exactly(
+            (self.core.op)(attempt),
+            deadline,
+        )));
+        self.core.phase = Phase::Attempt;
     }
 
     /// Waits: registers with the cancellation token only now, so a call
     /// whose attempt completes at once never touches it.
     fn pending(&mut self, cx: &mut Context<'_>) -> Poll<Result<T, RetryError<E>>> {
-        if let Some(cancel) = self.cancel.as_mut()
+        if let Some(cancel) = self.core.cancel.as_mut()
             && Pin::new(cancel).poll(cx).is_ready()
         {
             return Poll::Ready(self.stop_cancelled());
@@ -307,26 +349,46 @@ where
     }
 
     fn stop_cancelled(&mut self) -> Result<T, RetryError<E>> {
-        let now = self.clock.now();
-        let call = state(self.call, self.policy, self.clock, *self.deadline);
-        if matches!(self.phase.as_mut().project(), PhaseProj::Attempt { .. }) {
+        let now = self.core.clock.now();
+        let call = state(
+            &mut self.core.call,
+            &self.core.policy,
+            &self.core.clock,
+            self.core.deadline,
+        );
+        if self.core.phase == Phase::Attempt {
             call.count_abandoned_attempt();
         }
-        self.phase.set(Phase::Done);
+        self.core.phase = Phase::Done;
+        self.attempt.set(None);
+        self.timer.set(None);
+        self.hook.set(None);
         let reason = cancel_reason(call, now);
-        conclude(self.last.take(), reason, call, now, *self.name, false)
-    }
-
-    fn finish(&mut self, reason: StopReason) -> Result<T, RetryError<E>> {
-        let now = self.clock.now();
-        let call = state(self.call, self.policy, self.clock, *self.deadline);
         conclude(
-            self.last.take(),
+            self.core.last.take(),
             reason,
             call,
             now,
-            *self.name,
-            *self.timed_out,
+            self.core.name,
+            false,
+        )
+    }
+
+    fn finish(&mut self, reason: StopReason) -> Result<T, RetryError<E>> {
+        let now = self.core.clock.now();
+        let call = state(
+            &mut self.core.call,
+            &self.core.policy,
+            &self.core.clock,
+            self.core.deadline,
+        );
+        conclude(
+            self.core.last.take(),
+            reason,
+            call,
+            now,
+            self.core.name,
+            self.core.timed_out,
         )
     }
 }
