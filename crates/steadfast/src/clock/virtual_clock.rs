@@ -274,7 +274,10 @@ mod tests {
         let mut sleep = Box::pin(clock.sleep(Duration::from_millis(10)));
         let mut cx = Context::from_waker(Waker::noop());
         assert!(sleep.as_mut().poll(&mut cx).is_pending());
-        assert_eq!(clock.next_wake(), Some(clock.start() + Duration::from_millis(10)));
+        assert_eq!(
+            clock.next_wake(),
+            Some(clock.start() + Duration::from_millis(10))
+        );
         clock.advance(Duration::from_millis(9));
         assert!(sleep.as_mut().poll(&mut cx).is_pending());
         clock.advance(Duration::from_millis(1));

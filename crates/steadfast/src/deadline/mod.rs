@@ -31,9 +31,7 @@ impl Deadline {
     /// instead of overflowing.
     #[must_use]
     pub fn after(now: Instant, timeout: Duration) -> Self {
-        let at = now
-            .checked_add(timeout)
-            .unwrap_or_else(|| far_future(now));
+        let at = now.checked_add(timeout).unwrap_or_else(|| far_future(now));
         Self { at }
     }
 

@@ -1,0 +1,14 @@
+//! # steadfast-cli
+//!
+//! The library behind the `steadfast` command: its parsers of outside input
+//! (durations, exit-code lists, backoff specs), the clap definition of the
+//! command line, and the handling of one attempt's child process. The
+//! parsers are public so that tests and the fuzz targets can call them.
+#![warn(missing_docs)]
+
+pub mod child;
+pub mod cli;
+pub mod codes;
+pub mod duration;
+pub mod exit;
+pub mod spec;
