@@ -11,4 +11,6 @@ pub mod cli;
 pub mod codes;
 pub mod duration;
 pub mod exit;
+pub mod run;
 pub mod spec;
+pub mod table;
