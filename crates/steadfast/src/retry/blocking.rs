@@ -85,6 +85,9 @@ where
 
 /// Sleeps `delay` on `clock`; `true` when cut short by cancellation.
 fn sleep<C: Clock>(clock: &C, delay: Duration, cancel: Option<&CancelToken>) -> bool {
+    if delay.is_zero() {
+        return cancel.is_some_and(CancelToken::is_cancelled);
+    }
     match cancel {
         Some(token) => clock.sleep_blocking_cancellable(delay, token),
         None => {

@@ -188,8 +188,13 @@ where
                     if hook.poll(cx).is_pending() {
                         return this.pending(cx);
                     }
-                    let sleep = this.clock.sleep(*delay);
-                    this.phase.set(Phase::Sleep { sleep });
+                    if delay.is_zero() {
+                        // No timer for a zero wait: go straight to the next attempt.
+                        this.start_attempt();
+                    } else {
+                        let sleep = this.clock.sleep(*delay);
+                        this.phase.set(Phase::Sleep { sleep });
+                    }
                 }
                 PhaseProj::Sleep { sleep } => {
                     if sleep.poll(cx).is_pending() {
