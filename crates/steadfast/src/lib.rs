@@ -20,7 +20,7 @@ pub mod policy;
 pub mod retry;
 mod rng;
 
-pub use backoff::{Schedule, ScheduleState};
+pub use backoff::{Backoff, GrpcConnectionBackoff, Jitter, Schedule, ScheduleState};
 pub use cancel::CancelToken;
 pub use classify::{AnyError, Classify, ClassifyFn, Verdict, When};
 pub use clock::{AsyncClock, Clock};

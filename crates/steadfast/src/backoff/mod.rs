@@ -9,6 +9,26 @@ use std::time::Duration;
 
 use crate::Rng;
 
+mod a6;
+mod builder;
+mod constant;
+mod decorrelated;
+mod delays;
+mod exponential;
+mod fibonacci;
+mod grpc_connection;
+mod grpc_go;
+mod jitter;
+mod linear;
+mod shift;
+
+pub use builder::{Backoff, BackoffBuilder};
+pub use delays::Delays;
+pub use grpc_connection::{
+    ConnectAttempt, ConnectionBackoff, GrpcConnectionBackoff, GrpcConnectionBackoffBuilder,
+};
+pub use jitter::Jitter;
+
 /// A backoff schedule: the source of the delay before each retry.
 ///
 /// Implement it to plug a custom schedule into a
@@ -46,7 +66,26 @@ impl<S: Schedule + ?Sized> Schedule for std::sync::Arc<S> {
 
 /// The per-call progress through a schedule: made fresh (on the stack) for
 /// each call, and only once a call has failed.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+///
+/// The public fields are what an executor reads (and what a simulator may
+/// set to jump ahead); the private part is curve-specific memory that makes
+/// the next step cheap (the unjittered envelope of a multiplicative curve,
+/// the two last terms of a Fibonacci one, the internal term of decorrelated
+/// jitter V2). A state whose `step` was set by hand has no such memory: the
+/// schedules then compute the step from its closed form instead, so any
+/// `step` up to `u32::MAX` gives a valid delay.
+///
+/// ```
+/// use steadfast::{Backoff, Rng, Schedule, ScheduleState};
+/// let backoff = Backoff::exponential().jitter(steadfast::Jitter::None).build()?;
+/// let mut state = ScheduleState::new();
+/// let mut rng = Rng::with_seed(1);
+/// let first = backoff.next_delay(&mut state, &mut rng);
+/// assert_eq!(first, Some(std::time::Duration::from_millis(100)));
+/// assert_eq!((state.retries, state.step, state.prev), (1, 1, first.unwrap()));
+/// # Ok::<(), steadfast::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ScheduleState {
     /// Delays handed out so far (the retries scheduled); never reset.
     pub retries: u32,
@@ -57,13 +96,26 @@ pub struct ScheduleState {
     pub prev: Duration,
     /// The sum of the delays handed out (saturating).
     pub total: Duration,
-    /// Curve-specific memory (for example the unjittered envelope of a
-    /// multiplicative curve, or the internal term of decorrelated jitter V2).
-    pub aux: f64,
+    /// Curve memory in nanoseconds (the last unjittered envelope, the last
+    /// decorrelated sleep, the V2 term); negative when unknown.
+    pub(crate) mem: f64,
+    /// Second curve memory (the previous Fibonacci term); negative when unknown.
+    pub(crate) mem2: f64,
+}
+
+impl Default for ScheduleState {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl ScheduleState {
     /// The state of a call that has not retried yet.
+    ///
+    /// ```
+    /// let state = steadfast::ScheduleState::new();
+    /// assert_eq!((state.retries, state.step, state.total), (0, 0, std::time::Duration::ZERO));
+    /// ```
     #[must_use]
     pub const fn new() -> Self {
         Self {
@@ -71,15 +123,49 @@ impl ScheduleState {
             step: 0,
             prev: Duration::ZERO,
             total: Duration::ZERO,
-            aux: 0.0,
+            mem: -1.0,
+            mem2: -1.0,
         }
+    }
+
+    /// A state positioned as if `step` delays had been handed out (for
+    /// simulations, tests, and stateless use): `retries` and `step` are both
+    /// `step`, the total and the previous delay are zero, and the curve
+    /// memory is unknown, so the next delay comes from the closed form.
+    ///
+    /// ```
+    /// use steadfast::{Backoff, Jitter, Rng, Schedule, ScheduleState};
+    /// let b = Backoff::exponential().jitter(Jitter::None).max_delay(std::time::Duration::from_secs(60)).build()?;
+    /// let mut state = ScheduleState::at_step(u32::MAX - 1);
+    /// assert_eq!(b.next_delay(&mut state, &mut Rng::with_seed(0)), Some(std::time::Duration::from_secs(60)));
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub const fn at_step(step: u32) -> Self {
+        let mut state = Self::new();
+        state.retries = step;
+        state.step = step;
+        state
     }
 
     /// Starts the curve over (after a server hint, or a connection accepted),
     /// keeping the count of retries and the total delay.
+    ///
+    /// ```
+    /// use steadfast::{Backoff, Jitter, Rng, Schedule, ScheduleState};
+    /// let b = Backoff::exponential().jitter(Jitter::None).build()?;
+    /// let (mut state, mut rng) = (ScheduleState::new(), Rng::with_seed(0));
+    /// b.next_delay(&mut state, &mut rng);
+    /// b.next_delay(&mut state, &mut rng);
+    /// state.reset_curve();
+    /// assert_eq!(b.next_delay(&mut state, &mut rng), Some(std::time::Duration::from_millis(100)));
+    /// assert_eq!(state.retries, 3);
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
     pub fn reset_curve(&mut self) {
         self.step = 0;
         self.prev = Duration::ZERO;
-        self.aux = 0.0;
+        self.mem = -1.0;
+        self.mem2 = -1.0;
     }
 }
