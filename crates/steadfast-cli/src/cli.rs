@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::codes::CodeSet;
 use crate::duration::parse_duration;
+
 use crate::spec::BackoffSpec;
 
 /// The `steadfast` command.
@@ -85,12 +86,23 @@ a6:initial=1s,max=30s,jitter=full (the pre-2024 A6 jitter)";
 
 /// Parses `--backoff` into a spec the core accepts (usage error otherwise).
 fn backoff_value(text: &str) -> Result<BackoffSpec, String> {
-    text.parse()
-        .map_err(|e: crate::spec::SpecError| e.to_string())
+    let spec: BackoffSpec = text
+        .parse()
+        .map_err(|e: crate::spec::SpecError| e.to_string())?;
+    crate::backoff::build(&spec, None)
+        .map_err(|e| crate::spec::SpecError::rejected(text, e).to_string())?;
+    Ok(spec)
 }
 
-fn duration_value(text: &str) -> Result<Duration, String> {
-    parse_duration(text).map_err(|e| e.to_string())
+/// A duration greater than zero (a zero time limit could never be met).
+fn positive_duration_value(text: &str) -> Result<Duration, String> {
+    match parse_duration(text) {
+        Ok(d) if d.is_zero() => Err(format!(
+            "invalid duration {text:?}: a time limit must be greater than zero"
+        )),
+        Ok(d) => Ok(d),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 fn codes_value(text: &str) -> Result<CodeSet, String> {
@@ -117,11 +129,11 @@ pub struct RunArgs {
     pub backoff: BackoffSpec,
 
     /// Give up (and stop the program) once this much time has passed since the start.
-    #[arg(long, value_name = "DURATION", value_parser = duration_value)]
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration_value)]
     pub deadline: Option<Duration>,
 
     /// Stop an attempt that runs longer than this (it counts as a failed attempt).
-    #[arg(long, value_name = "DURATION", value_parser = duration_value)]
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration_value)]
     pub attempt_timeout: Option<Duration>,
 
     /// Retry only on these exit codes, e.g. 1,2,10-20 (default: any non-zero).
@@ -241,6 +253,15 @@ mod tests {
         for args in [
             &["steadfast", "run", "--attempts", "0", "--", "p"][..],
             &["steadfast", "run", "--deadline", "10", "--", "p"],
+            &["steadfast", "run", "--attempt-timeout", "0s", "--", "p"],
+            &[
+                "steadfast",
+                "run",
+                "--backoff",
+                "exponential:multiplier=0.5",
+                "--",
+                "p",
+            ],
             &["steadfast", "run", "--retry-on", "0-3", "--", "p"],
             &["steadfast", "run", "--backoff", "nope", "--", "p"],
             &["steadfast", "run"],

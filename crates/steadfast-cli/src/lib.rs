@@ -6,11 +6,14 @@
 //! parsers are public so that tests and the fuzz targets can call them.
 #![warn(missing_docs)]
 
+pub mod backoff;
 pub mod child;
 pub mod cli;
 pub mod codes;
 pub mod duration;
 pub mod exit;
+pub mod plot;
 pub mod run;
+pub mod schedule;
 pub mod spec;
 pub mod table;

@@ -160,6 +160,19 @@ impl Clock for CountdownClock {
     }
 }
 
+/// Runs `steadfast run`, cancelled by `cancel` (Ctrl-C); returns the exit code.
+pub fn run(args: &RunArgs, cancel: &CancelToken) -> i32 {
+    match crate::backoff::build(&args.backoff, args.seed) {
+        Ok(backoff) => run_with_schedule(args, backoff, cancel),
+        Err(e) => {
+            if !args.quiet {
+                let _ = writeln!(std::io::stderr().lock(), "steadfast: {e}");
+            }
+            exit::USAGE
+        }
+    }
+}
+
 /// Runs `steadfast run` with `schedule` (built from `--backoff`), cancelled
 /// by `cancel` (Ctrl-C); returns the exit code.
 pub fn run_with_schedule<S: Schedule>(args: &RunArgs, schedule: S, cancel: &CancelToken) -> i32 {
