@@ -133,7 +133,51 @@ fn build_grpc(spec: &BackoffSpec, seed: Option<u64>) -> Result<Backoff, ConfigEr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use steadfast::{Rng, Schedule, ScheduleState};
+
+    proptest! {
+        /// Whatever parses is either built or refused with an error: the
+        /// core's builders never panic on values from the command line, and
+        /// what they build gives delays without panicking.
+        #[test]
+        fn any_parsed_spec_builds_or_is_refused(
+            preset in proptest::sample::select(Preset::ALL.to_vec()),
+            initial in proptest::option::of(0u64..u64::MAX),
+            step in proptest::option::of(0u64..u64::MAX),
+            max in proptest::option::of(0u64..u64::MAX),
+            multiplier in proptest::option::of(prop_oneof![0.0f64..3.0, 0.0f64..1e300]),
+            jitter in proptest::option::of(prop_oneof![
+                Just(JitterSpec::None),
+                Just(JitterSpec::Full),
+                Just(JitterSpec::Equal),
+                (0.0f64..2.0).prop_map(JitterSpec::Proportional),
+            ]),
+            seed in any::<u64>(),
+        ) {
+            let keys = preset.keys();
+            let has = |k| keys.contains(&k);
+            let spec = BackoffSpec {
+                preset,
+                initial: initial.filter(|_| has(crate::spec::Key::Initial)).map(Duration::from_nanos),
+                step: step.filter(|_| has(crate::spec::Key::Step)).map(Duration::from_nanos),
+                max: max.filter(|_| has(crate::spec::Key::Max)).map(Duration::from_nanos),
+                multiplier: multiplier.filter(|_| has(crate::spec::Key::Multiplier)),
+                jitter: jitter.filter(|_| has(crate::spec::Key::Jitter)),
+            };
+            // The spec's text goes through the same path as the command line.
+            let reparsed: BackoffSpec = spec.to_string().parse().expect("canonical form parses");
+            if let Ok(b) = build(&reparsed, Some(seed)) {
+                let mut state = ScheduleState::new();
+                let mut rng = Rng::with_seed(seed);
+                for _ in 0..50 {
+                    if b.next_delay(&mut state, &mut rng).is_none() {
+                        break;
+                    }
+                }
+            }
+        }
+    }
 
     fn built(text: &str) -> Result<Backoff, ConfigError> {
         build(&text.parse().expect("spec parses"), Some(1))

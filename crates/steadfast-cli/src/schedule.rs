@@ -13,6 +13,10 @@ use crate::exit;
 use crate::plot::{self, Series};
 use crate::table;
 
+/// The most delays one `steadfast schedule` computes (samples x attempts),
+/// so that a typo cannot ask for terabytes.
+pub const MAX_DELAYS: u64 = 20_000_000;
+
 /// The first `retries` delays of `schedule` under `seed` (fewer when the
 /// schedule runs out).
 #[must_use]
@@ -33,6 +37,14 @@ pub fn run(args: &ScheduleArgs) -> i32 {
             return exit::USAGE;
         }
     };
+    let samples = args.samples.unwrap_or(1);
+    if u64::from(samples) * u64::from(args.attempts) > MAX_DELAYS {
+        eprintln!(
+            "steadfast: --samples {samples} with --attempts {} is too much work: keep samples x attempts within {MAX_DELAYS}",
+            args.attempts
+        );
+        return exit::USAGE;
+    }
     let seed = args.seed.unwrap_or_else(|| Rng::from_entropy().next_u64());
     let retries = args.attempts - 1;
     let spec = args.backoff.to_string();

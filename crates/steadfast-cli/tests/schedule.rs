@@ -197,6 +197,15 @@ fn bad_input_exits_2() {
         &["schedule", "--backoff", "grpc", "--attempts", "1"],
         &["schedule", "--backoff", "grpc", "--plot", "out.jpg"],
         &["schedule"],
+        &[
+            "schedule",
+            "--backoff",
+            "grpc",
+            "--samples",
+            "1000000",
+            "--attempts",
+            "100000",
+        ],
     ] {
         let out = steadfast(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
