@@ -15,5 +15,6 @@ pub mod exit;
 pub mod plot;
 pub mod run;
 pub mod schedule;
+pub mod simulate;
 pub mod spec;
 pub mod table;

@@ -1,6 +1,6 @@
 //! `steadfast schedule --plot`: the delays of a schedule as an SVG or PNG
-//! chart, drawn with plotters and a shipped DejaVu Sans font (no system font
-//! library is needed).
+//! chart, drawn with plotters and the DejaVu Sans font the simulator ships
+//! (no system font library is needed).
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -10,9 +10,9 @@ use plotters::prelude::*;
 
 use crate::table::{EnvelopeRow, Row};
 
-/// The font (DejaVu Sans, its license beside it), shipped in the repository
-/// so that no system font library is needed.
-static FONT_BYTES: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+/// The font the simulator ships (DejaVu Sans, its license beside it), so
+/// that no system font library is needed.
+static FONT_BYTES: &[u8] = include_bytes!("../../steadfast-sim/assets/DejaVuSans.ttf");
 
 /// What to draw.
 #[derive(Debug, Clone, Copy)]
