@@ -31,3 +31,8 @@ pub use error::RetryError;
 pub use policy::{CallState, Decision, RetryPolicy, RetryPolicyBuilder, StopReason};
 pub use retry::{Attempt, BlockingRetryable, Retryable};
 pub use rng::Rng;
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

@@ -32,6 +32,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::backoff::Backoff;
 use crate::{ConfigError, RetryControl, Schedule};
 
 pub use call::CallState;
@@ -52,7 +53,7 @@ pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 /// between many calls. See the [module docs](self) for the decision engine
 /// and [`retry`](crate::retry) for the executors.
 #[derive(Clone)]
-pub struct RetryPolicy<S> {
+pub struct RetryPolicy<S = Backoff> {
     schedule: S,
     max_attempts: u32,
     max_delay: Duration,
@@ -71,6 +72,35 @@ impl<S: fmt::Debug> fmt::Debug for RetryPolicy<S> {
             .field("attempt_timeout", &self.attempt_timeout)
             .field("control", &self.control)
             .finish()
+    }
+}
+
+impl RetryPolicy<Backoff> {
+    /// A builder with every option at its default: 3 attempts,
+    /// [`Backoff::default`], waits capped at [`DEFAULT_MAX_DELAY`], no overall
+    /// limit, no per-attempt timeout, no retry control.
+    ///
+    /// ```
+    /// let policy = steadfast::RetryPolicy::builder().max_attempts(5).build()?;
+    /// assert_eq!(policy.max_attempts(), 5);
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn builder() -> RetryPolicyBuilder<Backoff> {
+        RetryPolicyBuilder::new(Backoff::default())
+    }
+}
+
+impl Default for RetryPolicy<Backoff> {
+    fn default() -> Self {
+        Self {
+            schedule: Backoff::default(),
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+            max_delay: DEFAULT_MAX_DELAY,
+            max_elapsed: None,
+            attempt_timeout: None,
+            control: None,
+        }
     }
 }
 
