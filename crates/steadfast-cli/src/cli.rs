@@ -29,7 +29,11 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a program, retrying while it fails.
-    #[command(long_about = RUN_ABOUT, after_long_help = RUN_EXAMPLES)]
+    #[command(
+        long_about = RUN_ABOUT,
+        after_long_help = RUN_EXAMPLES,
+        override_usage = "steadfast run [OPTIONS] -- PROGRAM [ARGS]..."
+    )]
     Run(RunArgs),
     /// Print (or plot) the delays of a backoff schedule.
     #[command(after_long_help = SCHEDULE_EXAMPLES)]
@@ -89,22 +93,23 @@ Examples:
 pub const SPEC_HELP: &str = "\
 The backoff schedule, as PRESET[:KEY=VALUE,...].
 
-Presets and their keys (keys left out take the preset's defaults):
-  constant      delay, jitter
-  linear        initial, step, max, jitter
-  exponential   initial, max, multiplier, jitter
-  fibonacci     initial, max, jitter
-  decorrelated  initial, max              (min(max, U(initial, 3 * previous)))
-  a6            initial, max, multiplier, jitter   (gRFC A6 retry backoff)
-  grpc          initial, max, multiplier, jitter   (gRPC connection backoff)
+Presets, their keys and defaults (keys left out keep the default):
+  constant      delay, jitter                      1s, no jitter
+  linear        initial, step, max, jitter         1s + 1s per retry, no cap, no jitter
+  exponential   initial, max, multiplier, jitter   100ms x2, max 10s, full jitter
+  fibonacci     initial, max, jitter               100ms x F(n), max 10s, no jitter
+  decorrelated  initial, max                       min(max, U(initial, 3 x previous)), 100ms, max 10s
+  a6            initial, max, multiplier, jitter   gRFC A6 retry backoff: 100ms x2, max 1s, x U(0.8, 1.2)
+  grpc          initial, max, multiplier, jitter   gRPC connection backoff: 1s x1.6, max 120s, jitter 0.2
 
 Values: durations like 250ms, 1.5s, 2m, 1h30m, 10us; multiplier a number;
-jitter one of none, full, equal, or a proportional factor such as 0.2 or 20%
-(a delay d becomes d * U(0.8, 1.2)). Aliases: base = initial, cap = max,
-factor = multiplier.
+jitter one of none, full (U(0, d)), equal (d/2 + U(0, d/2)), or a
+proportional factor such as 0.2 or 20% (d x U(0.8, 1.2)). The jitter of a6 is
+0.2, or full for the pre-2024 text of the spec; grpc takes a factor only.
+Aliases: base = initial, cap = max, factor = multiplier.
 
 Examples: grpc, constant:delay=500ms, exponential:initial=100ms,max=5s,multiplier=2,jitter=full,
-a6:initial=1s,max=30s,jitter=full (the pre-2024 A6 jitter)";
+a6:initial=1s,max=30s,jitter=full";
 
 /// Parses `--backoff` into a spec the core accepts (usage error otherwise).
 fn backoff_value(text: &str) -> Result<BackoffSpec, String> {
