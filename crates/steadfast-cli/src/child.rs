@@ -3,8 +3,8 @@
 //! the run is cancelled, and say how it ended.
 //!
 //! Stopping a child: on a time limit it gets `SIGTERM` and, if it is still
-//! there after [`GRACE`], `SIGKILL`; on cancellation (Ctrl-C) it gets
-//! `SIGINT` first (as a shell would forward it), then `SIGKILL` after
+//! there after [`GRACE`], `SIGKILL`; on an interruption (Ctrl-C, SIGTERM,
+//! SIGHUP) it gets the signal steadfast received, then `SIGKILL` after
 //! [`GRACE`]. Either way it is waited for, so no zombie is left. On
 //! platforms without signals the child is killed at once.
 
@@ -14,9 +14,8 @@ use std::io;
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
-use steadfast::CancelToken;
-
 use crate::exit;
+use crate::interrupt::Interrupt;
 
 /// How long a child has to exit after the first signal before it is killed.
 pub const GRACE: Duration = Duration::from_secs(2);
@@ -55,8 +54,8 @@ pub enum Failure {
     TimedOut(Duration),
     /// We stopped it: the run's `--deadline` passed.
     DeadlineExceeded,
-    /// We stopped it: the run was cancelled (Ctrl-C).
-    Interrupted,
+    /// We stopped it: steadfast was interrupted by this signal (2 for Ctrl-C).
+    Interrupted(i32),
     /// The program could not be started.
     Spawn {
         /// The program as given.
@@ -71,7 +70,8 @@ pub enum Failure {
 impl Failure {
     /// The exit code `steadfast run` ends with when this is the last
     /// attempt: the program's own code, `128 + N` for signal `N`, 124 for a
-    /// time limit, 130 for Ctrl-C, 127 (not found) or 126 (cannot execute)
+    /// time limit, `128 + N` when steadfast was interrupted by signal `N`
+    /// (130 for Ctrl-C), 127 (not found) or 126 (cannot execute)
     /// when it could not be started, 1 when waiting failed.
     #[must_use]
     pub fn exit_code(&self) -> i32 {
@@ -79,7 +79,7 @@ impl Failure {
             Self::Exit(code) => *code,
             Self::Signal(sig) => 128 + sig,
             Self::TimedOut(_) | Self::DeadlineExceeded => exit::TIMEOUT,
-            Self::Interrupted => exit::INTERRUPTED,
+            Self::Interrupted(sig) => 128 + sig,
             Self::Spawn { error, .. } => match error.kind() {
                 io::ErrorKind::NotFound => exit::NOT_FOUND,
                 _ => exit::CANNOT_EXECUTE,
@@ -100,7 +100,7 @@ impl fmt::Display for Failure {
                 crate::duration::format_duration(*limit)
             ),
             Self::DeadlineExceeded => f.write_str("deadline exceeded"),
-            Self::Interrupted => f.write_str("interrupted"),
+            Self::Interrupted(sig) => write!(f, "interrupted by signal {sig}"),
             Self::Spawn { program, error } => {
                 let what = match error.kind() {
                     io::ErrorKind::NotFound => "command not found".to_owned(),
@@ -143,7 +143,7 @@ pub fn failure_of(status: ExitStatus) -> Option<Failure> {
 }
 
 /// Runs `program` with `args` once, its standard streams inherited, until it
-/// exits, `limit` passes or `cancel` fires.
+/// exits, `limit` passes or `interrupt` fires.
 ///
 /// # Errors
 /// The [`Failure`] that ended the attempt, when it did not exit with 0.
@@ -151,10 +151,10 @@ pub fn run_once(
     program: &OsStr,
     args: &[OsString],
     limit: Option<Limit>,
-    cancel: &CancelToken,
+    interrupt: &Interrupt,
 ) -> Result<(), Failure> {
-    if cancel.is_cancelled() {
-        return Err(Failure::Interrupted);
+    if interrupt.token().is_cancelled() {
+        return Err(Failure::Interrupted(interrupt.forward_signal()));
     }
     let mut child = Command::new(program)
         .args(args)
@@ -163,32 +163,34 @@ pub fn run_once(
             program: program.to_owned(),
             error,
         })?;
-    match wait(&mut child, limit, cancel) {
+    match wait(&mut child, limit, interrupt) {
         Ok(status) => failure_of(status).map_or(Ok(()), Err),
         Err(failure) => Err(failure),
     }
 }
 
-/// Waits for `child`, stopping it on `limit` or `cancel`.
+/// Waits for `child`, stopping it on `limit` or `interrupt`.
 fn wait(
     child: &mut Child,
     limit: Option<Limit>,
-    cancel: &CancelToken,
+    interrupt: &Interrupt,
 ) -> Result<ExitStatus, Failure> {
+    let cancel = interrupt.token();
     let mut pause = Duration::from_millis(1);
     loop {
         if let Some(status) = child.try_wait().map_err(Failure::Wait)? {
             return Ok(status);
         }
         if cancel.is_cancelled() {
-            stop(child, StopSignal::Interrupt).map_err(Failure::Wait)?;
-            return Err(Failure::Interrupted);
+            let signal = interrupt.forward_signal();
+            stop(child, signal).map_err(Failure::Wait)?;
+            return Err(Failure::Interrupted(signal));
         }
         let now = Instant::now();
         let mut step = pause;
         if let Some(limit) = limit {
             if now >= limit.at {
-                stop(child, StopSignal::Terminate).map_err(Failure::Wait)?;
+                stop(child, SIGTERM).map_err(Failure::Wait)?;
                 return Err(match limit.kind {
                     LimitKind::AttemptTimeout => Failure::TimedOut(limit.length),
                     LimitKind::Deadline => Failure::DeadlineExceeded,
@@ -202,15 +204,12 @@ fn wait(
     }
 }
 
-#[derive(Debug, Clone, Copy)]
-enum StopSignal {
-    Interrupt,
-    Terminate,
-}
+/// The signal number of SIGTERM.
+const SIGTERM: i32 = 15;
 
 /// Sends the polite signal, gives the child [`GRACE`] to exit, then kills
 /// it; always waits for it.
-fn stop(child: &mut Child, signal: StopSignal) -> io::Result<()> {
+fn stop(child: &mut Child, signal: i32) -> io::Result<()> {
     if send(child, signal) {
         let end = Instant::now() + GRACE;
         let mut pause = Duration::from_millis(1);
@@ -234,21 +233,17 @@ fn stop(child: &mut Child, signal: StopSignal) -> io::Result<()> {
 /// Sends `signal` to the child; `false` when it could not be sent (then the
 /// caller kills at once).
 #[cfg(unix)]
-fn send(child: &Child, signal: StopSignal) -> bool {
+fn send(child: &Child, signal: i32) -> bool {
     use nix::sys::signal::{Signal, kill};
     use nix::unistd::Pid;
-    let Ok(pid) = i32::try_from(child.id()) else {
+    let (Ok(pid), Ok(sig)) = (i32::try_from(child.id()), Signal::try_from(signal)) else {
         return false;
-    };
-    let sig = match signal {
-        StopSignal::Interrupt => Signal::SIGINT,
-        StopSignal::Terminate => Signal::SIGTERM,
     };
     kill(Pid::from_raw(pid), sig).is_ok()
 }
 
 #[cfg(not(unix))]
-fn send(_child: &Child, _signal: StopSignal) -> bool {
+fn send(_child: &Child, _signal: i32) -> bool {
     false
 }
 
@@ -262,7 +257,7 @@ mod tests {
 
     #[test]
     fn exit_codes_map() {
-        let token = CancelToken::new();
+        let token = Interrupt::new();
         let (p, a) = sh("exit 0");
         assert!(run_once(&p, &a, None, &token).is_ok());
         let (p, a) = sh("exit 3");
@@ -277,7 +272,7 @@ mod tests {
 
     #[test]
     fn missing_program_is_127() {
-        let token = CancelToken::new();
+        let token = Interrupt::new();
         let err =
             run_once(OsStr::new("/nonexistent/steadfast-test"), &[], None, &token).unwrap_err();
         assert_eq!(err.exit_code(), 127);
@@ -289,14 +284,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("plain-file");
         std::fs::write(&path, "not a program").unwrap();
-        let token = CancelToken::new();
+        let token = Interrupt::new();
         let err = run_once(path.as_os_str(), &[], None, &token).unwrap_err();
         assert_eq!(err.exit_code(), 126, "{err}");
     }
 
     #[test]
     fn limit_stops_the_child() {
-        let token = CancelToken::new();
+        let token = Interrupt::new();
         let (p, a): (OsString, Vec<OsString>) = ("sleep".into(), vec!["30".into()]);
         let started = Instant::now();
         let limit = Limit {
@@ -312,24 +307,24 @@ mod tests {
 
     #[test]
     fn cancel_stops_the_child() {
-        let token = CancelToken::new();
+        let token = Interrupt::new();
         let t = token.clone();
         let canceller = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(50));
-            t.cancel();
+            t.trigger(15);
         });
         let (p, a): (OsString, Vec<OsString>) = ("sleep".into(), vec!["30".into()]);
         let started = Instant::now();
         let err = run_once(&p, &a, None, &token).unwrap_err();
         canceller.join().unwrap();
-        assert!(matches!(err, Failure::Interrupted), "{err}");
-        assert_eq!(err.exit_code(), 130);
+        assert!(matches!(err, Failure::Interrupted(15)), "{err}");
+        assert_eq!(err.exit_code(), 143);
         assert!(started.elapsed() < Duration::from_secs(20));
     }
 
     #[test]
     fn a_child_ignoring_the_signal_is_killed_after_the_grace() {
-        let token = CancelToken::new();
+        let token = Interrupt::new();
         let (p, a) = sh("trap '' TERM; exec sleep 30");
         let started = Instant::now();
         let limit = Limit {

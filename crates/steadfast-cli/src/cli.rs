@@ -72,7 +72,8 @@ per retry on stderr (with a live countdown when stderr is a terminal).
 
 Exit status: the program's last exit status (128+N when a signal N ended it); \
 124 when --deadline or --attempt-timeout ended the run (as timeout(1)); \
-130 on Ctrl-C (the program is sent SIGINT, then killed if it lingers); \
+130 on Ctrl-C, 143 on SIGTERM, 129 on SIGHUP (the program is sent the same \
+signal, and killed if it is still there 2s later); \
 127 when the program is not found, 126 when it cannot be executed; \
 2 for a usage error.";
 

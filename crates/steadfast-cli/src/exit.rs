@@ -13,5 +13,6 @@ pub const TIMEOUT: i32 = 124;
 pub const CANNOT_EXECUTE: i32 = 126;
 /// The program was not found (as a shell's 127).
 pub const NOT_FOUND: i32 = 127;
-/// Interrupted by Ctrl-C (SIGINT): 128 + 2, as a shell reports it.
+/// Interrupted by Ctrl-C (SIGINT): 128 + 2, as a shell reports it (SIGTERM
+/// gives 143 and SIGHUP 129 the same way).
 pub const INTERRUPTED: i32 = 130;

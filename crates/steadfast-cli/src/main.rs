@@ -3,20 +3,19 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use steadfast::CancelToken;
 use steadfast_cli::cli::{Cli, Command};
+use steadfast_cli::interrupt::Interrupt;
 
 fn main() -> ExitCode {
     // Usage errors exit 2 (and --help / --version 0) inside `parse`.
     let cli = Cli::parse();
     let code = match &cli.command {
         Command::Run(args) => {
-            let cancel = CancelToken::new();
-            let on_interrupt = cancel.clone();
-            if let Err(e) = ctrlc::set_handler(move || on_interrupt.cancel()) {
+            let interrupt = Interrupt::new();
+            if let Err(e) = interrupt.install() {
                 eprintln!("steadfast: cannot handle Ctrl-C ({e}); it will stop steadfast at once");
             }
-            steadfast_cli::run::run(args, &cancel)
+            steadfast_cli::run::run(args, &interrupt)
         }
         Command::Schedule(args) => steadfast_cli::schedule::run(args),
         Command::Simulate(args) => steadfast_cli::simulate::run(args),

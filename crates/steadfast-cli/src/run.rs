@@ -16,6 +16,8 @@ use steadfast::clock::{Clock, SystemClock};
 use steadfast::retry::BlockingRetryable;
 use steadfast::{Attempt, CancelToken, Deadline, RetryPolicy, Schedule, StopReason, Verdict};
 
+use crate::interrupt::Interrupt;
+
 use crate::child::{self, Failure, Limit, LimitKind};
 use crate::cli::RunArgs;
 use crate::codes::CodeSet;
@@ -42,7 +44,7 @@ impl ExitRules {
         let code = match outcome {
             Ok(()) => return Verdict::Success,
             Err(Failure::TimedOut(_) | Failure::DeadlineExceeded) => return Verdict::Retry,
-            Err(Failure::Interrupted | Failure::Spawn { .. } | Failure::Wait(_)) => {
+            Err(Failure::Interrupted(_) | Failure::Spawn { .. } | Failure::Wait(_)) => {
                 return Verdict::Stop;
             }
             Err(f @ (Failure::Exit(_) | Failure::Signal(_))) => f.exit_code(),
@@ -58,13 +60,17 @@ impl ExitRules {
 }
 
 /// The exit code of `steadfast run` for the executor's result: 0 on
-/// success; 130 when cancelled (Ctrl-C); 124 when the deadline ended the
-/// run; otherwise the last attempt's code (see [`Failure::exit_code`]).
+/// success; `128 + N` when interrupted by signal `N` (130 for Ctrl-C); 124
+/// when the deadline ended the run; otherwise the last attempt's code (see
+/// [`Failure::exit_code`]).
 #[must_use]
-pub fn exit_code(result: &Result<(), steadfast::RetryError<Failure>>, cancel: &CancelToken) -> i32 {
+pub fn exit_code(
+    result: &Result<(), steadfast::RetryError<Failure>>,
+    interrupt: &Interrupt,
+) -> i32 {
     match result {
         Ok(()) => 0,
-        Err(_) if cancel.is_cancelled() => exit::INTERRUPTED,
+        Err(_) if interrupt.token().is_cancelled() => interrupt.exit_code(),
         Err(e) if e.reason() == StopReason::Deadline => exit::TIMEOUT,
         Err(e) => e.last_error().map_or(exit::FAILURE, Failure::exit_code),
     }
@@ -160,10 +166,11 @@ impl Clock for CountdownClock {
     }
 }
 
-/// Runs `steadfast run`, cancelled by `cancel` (Ctrl-C); returns the exit code.
-pub fn run(args: &RunArgs, cancel: &CancelToken) -> i32 {
+/// Runs `steadfast run`, stopped by `interrupt` (Ctrl-C, SIGTERM, SIGHUP);
+/// returns the exit code.
+pub fn run(args: &RunArgs, interrupt: &Interrupt) -> i32 {
     match crate::backoff::build(&args.backoff, args.seed) {
-        Ok(backoff) => run_with_schedule(args, backoff, cancel),
+        Ok(backoff) => run_with_schedule(args, backoff, interrupt),
         Err(e) => {
             if !args.quiet {
                 let _ = writeln!(std::io::stderr().lock(), "steadfast: {e}");
@@ -173,9 +180,10 @@ pub fn run(args: &RunArgs, cancel: &CancelToken) -> i32 {
     }
 }
 
-/// Runs `steadfast run` with `schedule` (built from `--backoff`), cancelled
-/// by `cancel` (Ctrl-C); returns the exit code.
-pub fn run_with_schedule<S: Schedule>(args: &RunArgs, schedule: S, cancel: &CancelToken) -> i32 {
+/// Runs `steadfast run` with `schedule` (built from `--backoff`), stopped
+/// by `interrupt`; returns the exit code.
+pub fn run_with_schedule<S: Schedule>(args: &RunArgs, schedule: S, interrupt: &Interrupt) -> i32 {
+    let cancel = interrupt.token();
     let reporter = Arc::new(Reporter {
         quiet: args.quiet,
         terminal: std::io::stderr().is_terminal(),
@@ -225,7 +233,7 @@ pub fn run_with_schedule<S: Schedule>(args: &RunArgs, schedule: S, cancel: &Canc
                 },
             }
         });
-        child::run_once(program, program_args, limit, cancel)
+        child::run_once(program, program_args, limit, interrupt)
     };
     let mut retry = operation
         .retry_blocking(&policy)
@@ -244,10 +252,13 @@ pub fn run_with_schedule<S: Schedule>(args: &RunArgs, schedule: S, cancel: &Canc
         retry = retry.deadline(d);
     }
     let result = retry.call();
-    let code = exit_code(&result, cancel);
+    let code = exit_code(&result, interrupt);
     if let Err(e) = &result {
         if cancel.is_cancelled() {
-            reporter.message(format_args!("interrupted"));
+            reporter.message(format_args!(
+                "interrupted by signal {}",
+                interrupt.forward_signal()
+            ));
         } else if matches!(e.last_error(), Some(Failure::Spawn { .. })) {
             // Not worth the attempt count: say what is wrong.
             if let Some(f) = e.last_error() {
@@ -278,7 +289,7 @@ mod tests {
             any.verdict(&Err(Failure::TimedOut(Duration::ZERO))),
             Verdict::Retry
         );
-        assert_eq!(any.verdict(&Err(Failure::Interrupted)), Verdict::Stop);
+        assert_eq!(any.verdict(&Err(Failure::Interrupted(2))), Verdict::Stop);
         let rules = ExitRules {
             retry_on: codes("1-10,137"),
             stop_on: codes("3"),

@@ -364,9 +364,11 @@ fn a_deadline_shorter_than_the_backoff_stops_before_waiting() {
     assert!(started.elapsed() < Duration::from_secs(25));
 }
 
-#[test]
-fn ctrl_c_stops_the_child_and_exits_130() {
-    let dir = tempfile::tempdir().unwrap();
+/// Starts `steadfast run` on a fixture that sleeps 30 s, sends `signal` to
+/// steadfast once the fixture runs, and checks the exit code and that the
+/// fixture was stopped (it never wrote its marker, and it is gone).
+fn interrupt_while_the_child_runs(signal: &str, expected: i32) {
+    let dir = tempfile::tempdir().expect("a temp dir");
     let marker = dir.path().join("marker");
     let pids = dir.path().join("pids");
     let mut child = Command::new(STEADFAST)
@@ -376,12 +378,12 @@ fn ctrl_c_stops_the_child_and_exits_130() {
             FIXTURE,
             "sleep",
             "30000",
-            marker.to_str().unwrap(),
-            pids.to_str().unwrap(),
+            marker.to_str().expect("utf-8"),
+            pids.to_str().expect("utf-8"),
         ])
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .expect("steadfast starts");
     // Wait until the fixture runs (it writes its pid first).
     let started = Instant::now();
     let fixture_pid = loop {
@@ -397,24 +399,47 @@ fn ctrl_c_stops_the_child_and_exits_130() {
         std::thread::sleep(Duration::from_millis(10));
     };
     let kill = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([signal, &child.id().to_string()])
         .status()
-        .unwrap();
+        .expect("kill runs");
     assert!(kill.success());
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130));
+    let status = child.wait().expect("steadfast ends");
+    assert_eq!(status.code(), Some(expected), "{signal}");
     assert!(started.elapsed() < Duration::from_secs(25));
     assert!(!marker.exists(), "the child ran to its end");
+    assert_eq!(
+        std::fs::read_to_string(&pids)
+            .expect("the pid file")
+            .lines()
+            .count(),
+        1,
+        "no retry"
+    );
     // The fixture is gone (and reaped): signalling it fails.
     let probe = Command::new("kill")
         .args(["-0", &fixture_pid])
         .stderr(Stdio::null())
         .status()
-        .unwrap();
+        .expect("kill runs");
     assert!(
         !probe.success(),
         "the fixture {fixture_pid} is still running"
     );
+}
+
+#[test]
+fn ctrl_c_stops_the_child_and_exits_130() {
+    interrupt_while_the_child_runs("-INT", 130);
+}
+
+#[test]
+fn sigterm_is_passed_on_and_exits_143() {
+    interrupt_while_the_child_runs("-TERM", 143);
+}
+
+#[test]
+fn sighup_is_passed_on_and_exits_129() {
+    interrupt_while_the_child_runs("-HUP", 129);
 }
 
 #[test]
