@@ -12,6 +12,7 @@ pub mod cli;
 pub mod codes;
 pub mod duration;
 pub mod exit;
+pub mod fuzzing;
 pub mod interrupt;
 pub mod plot;
 pub mod run;
