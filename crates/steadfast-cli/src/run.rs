@@ -215,6 +215,8 @@ pub fn run_with_schedule<S: Schedule>(args: &RunArgs, schedule: S, interrupt: &I
     };
     let max = args.attempts;
     let notify_reporter = Arc::clone(&reporter);
+    // The executor names the operation with a `&'static str`; one small
+    // string per process, for the final "PROGRAM failed after ..." line.
     let name: &'static str = Box::leak(program.to_string_lossy().into_owned().into_boxed_str());
 
     let operation = |attempt: Attempt| {

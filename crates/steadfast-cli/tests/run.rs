@@ -483,3 +483,46 @@ fn ctrl_c_during_the_backoff_wait_exits_130_promptly() {
     );
     assert_eq!(runs(&state), 1);
 }
+
+#[test]
+fn a_seeded_run_waits_the_delays_schedule_prints() {
+    let spec = "exponential:initial=2ms,max=20ms,jitter=full";
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let out = steadfast(&[
+        "run",
+        "--backoff",
+        spec,
+        "--seed",
+        "77",
+        "--attempts",
+        "5",
+        "--",
+        FIXTURE,
+        "fail",
+        state.to_str().unwrap(),
+        "99",
+    ]);
+    assert_eq!(code(&out), 1);
+    let waited: Vec<String> = stderr(&out)
+        .lines()
+        .filter_map(|l| l.split_once("; retrying in ").map(|(_, d)| d.to_owned()))
+        .collect();
+    let schedule = steadfast(&[
+        "schedule",
+        "--backoff",
+        spec,
+        "--seed",
+        "77",
+        "--attempts",
+        "5",
+    ]);
+    let printed: Vec<String> = String::from_utf8(schedule.stdout)
+        .unwrap()
+        .lines()
+        .skip(2)
+        .map(|l| l.split_whitespace().nth(1).unwrap().to_owned())
+        .collect();
+    assert_eq!(waited.len(), 4);
+    assert_eq!(waited, printed);
+}
