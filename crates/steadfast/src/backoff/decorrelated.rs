@@ -62,8 +62,9 @@ impl Backoff {
     }
 }
 
-/// AWS decorrelated jitter, capped; `state.mem` is the previous sleep.
-#[inline]
+/// AWS decorrelated jitter, capped; `state.mem` is the previous sleep
+/// (the caller stores the new one).
+#[inline(never)]
 pub(super) fn aws(base: f64, cap: f64, state: &ScheduleState, rng: &mut Rng) -> f64 {
     let prev = if state.step > 0 && state.mem >= 0.0 {
         state.mem
@@ -84,7 +85,7 @@ fn v2_term(t: f64) -> f64 {
 }
 
 /// Polly's decorrelated jitter V2, capped; `state.mem` is the previous term.
-#[inline]
+#[inline(never)]
 pub(super) fn polly_v2(median: f64, cap: f64, state: &mut ScheduleState, rng: &mut Rng) -> f64 {
     let n = f64::from(state.step);
     let prev = if state.step == 0 {

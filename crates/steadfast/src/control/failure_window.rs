@@ -439,8 +439,8 @@ mod loom_tests {
         });
     }
 
-    /// A success overwriting a failure at the same position (the ring has
-    /// turned) races with a failure elsewhere: the count stays exact.
+    /// The ring has turned: successes overwrite failures in the same word,
+    /// racing with a failure that lands on a set bit; the count stays exact.
     #[test]
     fn wraparound_races_keep_the_count_exact() {
         loom::model(|| {
@@ -451,23 +451,23 @@ mod loom_tests {
                     .build()
                     .unwrap(),
             );
-            for _ in 0..7 {
-                w.record(Outcome::Success);
+            for _ in 0..8 {
+                w.record(Outcome::RetryableFailure);
             }
-            w.record(Outcome::RetryableFailure); // position 7
             let a = {
                 let w = Arc::clone(&w);
-                thread::spawn(move || w.record(Outcome::RetryableFailure))
+                thread::spawn(move || w.record(Outcome::Success))
             };
             let b = {
                 let w = Arc::clone(&w);
                 thread::spawn(move || w.record(Outcome::Success))
             };
+            w.record(Outcome::RetryableFailure);
             a.join().unwrap();
             b.join().unwrap();
-            // Positions 0 and 1 got one failure and one success between them.
-            assert_eq!(w.failures(), 2);
-            assert_eq!(w.popcount(), 2);
+            // Positions 0..3 got two successes and a failure between them.
+            assert_eq!(w.failures(), 6);
+            assert_eq!(w.popcount(), 6);
         });
     }
 }

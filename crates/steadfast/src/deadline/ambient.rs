@@ -181,6 +181,13 @@ pin_project_lite::pin_project! {
 }
 
 impl<F> WithDeadline<F> {
+    /// Runs `inner` with exactly `deadline` as its ambient deadline (the
+    /// executors use it for each attempt, whose deadline already includes
+    /// every enclosing one).
+    pub(crate) fn exactly(inner: F, deadline: Option<Deadline>) -> Self {
+        Self { inner, deadline }
+    }
+
     /// The deadline this wrapper installs (before narrowing by any scope it
     /// is polled in).
     #[must_use]

@@ -40,7 +40,10 @@ where
                 number: state.attempts().saturating_add(1),
                 deadline: attempt_deadline(state.deadline(), policy.attempt_timeout(), clock),
             };
-            let outcome = (self.op)(attempt);
+            let outcome = match attempt.deadline {
+                Some(d) => crate::deadline::scope(d, || (self.op)(attempt)),
+                None => (self.op)(attempt),
+            };
             let verdict = self.classify.classify(&outcome);
             match policy.decide(&mut state, verdict, clock) {
                 Decision::Succeed => {

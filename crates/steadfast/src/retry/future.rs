@@ -9,6 +9,7 @@ use pin_project_lite::pin_project;
 use super::blocking::{attempt_deadline, refused};
 use super::{AsPolicy, Attempt, Notify, Retry, cancel_reason, conclude};
 use crate::cancel::Cancelled;
+use crate::deadline::WithDeadline;
 use crate::{AsyncClock, CallState, Classify, Decision, RetryError, StopReason, Verdict};
 
 pin_project! {
@@ -34,7 +35,7 @@ pin_project! {
         last: Option<Result<T, E>>,
         timed_out: bool,
         #[pin]
-        phase: Phase<Fut, N::Future, C::Sleep>,
+        phase: Phase<WithDeadline<Fut>, N::Future, C::Sleep>,
     }
 }
 
@@ -225,7 +226,7 @@ where
             deadline,
         };
         let timer = deadline.map(|d| self.clock.sleep(d.remaining(self.clock.now())));
-        let fut = (self.op)(attempt);
+        let fut = WithDeadline::exactly((self.op)(attempt), deadline);
         self.phase.set(Phase::Attempt { fut, timer });
     }
 
