@@ -1,0 +1,182 @@
+//! The error a retried call returns when it gives up.
+
+use std::error::Error;
+use std::fmt;
+use std::time::Duration;
+
+use crate::StopReason;
+
+/// Why and how a retried call failed: the stop reason, the attempts made,
+/// the time spent, the operation's name, and the last error as `source()`.
+///
+/// ```
+/// use std::time::Duration;
+/// use steadfast::{RetryError, StopReason};
+///
+/// let err = RetryError::new(StopReason::Exhausted, Some("connection refused"), 5, Duration::from_millis(3200))
+///     .with_name("fetch_user");
+/// assert_eq!(
+///     err.to_string(),
+///     "fetch_user failed after 5 attempts in 3.2s (attempts exhausted): connection refused"
+/// );
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct RetryError<E> {
+    reason: StopReason,
+    last_error: Option<E>,
+    attempts: u32,
+    elapsed: Duration,
+    name: Option<&'static str>,
+    refused_by: Option<&'static str>,
+    timed_out: bool,
+}
+
+impl<E> RetryError<E> {
+    /// A new error.
+    pub fn new(
+        reason: StopReason,
+        last_error: Option<E>,
+        attempts: u32,
+        elapsed: Duration,
+    ) -> Self {
+        Self {
+            reason,
+            last_error,
+            attempts,
+            elapsed,
+            name: None,
+            refused_by: None,
+            timed_out: false,
+        }
+    }
+
+    /// Names the operation in messages.
+    #[must_use]
+    pub fn with_name(mut self, name: &'static str) -> Self {
+        self.name = Some(name);
+        self
+    }
+
+    /// Records which retry control refused (for [`StopReason::Throttled`]).
+    #[must_use]
+    pub fn with_refused_by(mut self, by: Option<&'static str>) -> Self {
+        self.refused_by = by;
+        self
+    }
+
+    /// Records that the last attempt ran out of time rather than failing.
+    #[must_use]
+    pub fn with_timed_out(mut self, timed_out: bool) -> Self {
+        self.timed_out = timed_out;
+        self
+    }
+
+    /// Why the call stopped.
+    #[must_use]
+    pub fn reason(&self) -> StopReason {
+        self.reason
+    }
+
+    /// Attempts made, counting the first.
+    #[must_use]
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// Time spent, from the call's start when a time limit made the executor
+    /// read the clock then, otherwise from the end of the first attempt.
+    #[must_use]
+    pub fn elapsed(&self) -> Duration {
+        self.elapsed
+    }
+
+    /// The operation's name, if one was given.
+    #[must_use]
+    pub fn name(&self) -> Option<&'static str> {
+        self.name
+    }
+
+    /// The control that refused a retry, for [`StopReason::Throttled`].
+    #[must_use]
+    pub fn refused_by(&self) -> Option<&'static str> {
+        self.refused_by
+    }
+
+    /// Whether the last attempt was cut off by its timeout.
+    #[must_use]
+    pub fn timed_out(&self) -> bool {
+        self.timed_out
+    }
+
+    /// The last error the operation returned, if any attempt returned one.
+    #[must_use]
+    pub fn last_error(&self) -> Option<&E> {
+        self.last_error.as_ref()
+    }
+
+    /// Takes the last error out.
+    #[must_use]
+    pub fn into_last_error(self) -> Option<E> {
+        self.last_error
+    }
+}
+
+struct Secs(Duration);
+
+impl fmt::Display for Secs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = self.0;
+        if d >= Duration::from_secs(1) {
+            write!(f, "{:.1}s", d.as_secs_f64())
+        } else {
+            write!(f, "{}ms", d.as_millis())
+        }
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for RetryError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = self.name.unwrap_or("operation");
+        let plural = if self.attempts == 1 { "" } else { "s" };
+        write!(
+            f,
+            "{name} failed after {} attempt{plural} in {} (",
+            self.attempts,
+            Secs(self.elapsed)
+        )?;
+        match (self.reason, self.refused_by) {
+            (StopReason::Throttled, Some(by)) => write!(f, "retry refused by {by}")?,
+            (reason, _) => f.write_str(reason.as_str())?,
+        }
+        f.write_str(")")?;
+        if self.timed_out {
+            f.write_str(": attempt timed out")
+        } else if let Some(e) = &self.last_error {
+            write!(f, ": {e}")
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl<E: fmt::Debug> fmt::Debug for RetryError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RetryError")
+            .field("reason", &self.reason)
+            .field("attempts", &self.attempts)
+            .field("elapsed", &self.elapsed)
+            .field("name", &self.name)
+            .field("refused_by", &self.refused_by)
+            .field("timed_out", &self.timed_out)
+            .field("last_error", &self.last_error)
+            .finish()
+    }
+}
+
+impl<E: Error + 'static> Error for RetryError<E> {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        self.last_error
+            .as_ref()
+            .map(|e| e as &(dyn Error + 'static))
+    }
+}

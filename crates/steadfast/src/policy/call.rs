@@ -1,0 +1,194 @@
+use std::time::{Duration, Instant};
+
+use super::{Decision, RetryPolicy, StopReason};
+use crate::{Clock, Deadline, Outcome, Refusal, Rng, Schedule, ScheduleState, Verdict};
+
+/// The per-call state a [`RetryPolicy`] advances: plain data, made on the
+/// stack when a call starts.
+///
+/// Making it reads no clock (unless the policy has a `max_elapsed`) and draws
+/// no random number; the random source is seeded only when the first retry
+/// is scheduled.
+#[derive(Debug, Clone)]
+pub struct CallState {
+    attempts: u32,
+    deadline: Option<Deadline>,
+    started: Option<Instant>,
+    schedule: ScheduleState,
+    rng: Option<Rng>,
+    refused_by: Option<&'static str>,
+}
+
+impl CallState {
+    /// Attempts finished so far (each [`RetryPolicy::decide`] counts one).
+    #[must_use]
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// The call's effective overall deadline, if any.
+    #[must_use]
+    pub fn deadline(&self) -> Option<Deadline> {
+        self.deadline
+    }
+
+    /// When the call started, if a clock was read for it (only calls with a
+    /// time limit read the clock up front) — otherwise when its first
+    /// failure was decided.
+    #[must_use]
+    pub fn started(&self) -> Option<Instant> {
+        self.started
+    }
+
+    /// Time since [`started`](Self::started) at `now` (zero if never read).
+    #[must_use]
+    pub fn elapsed(&self, now: Instant) -> Duration {
+        self.started
+            .map_or(Duration::ZERO, |s| now.saturating_duration_since(s))
+    }
+
+    /// The control that refused the call's last retry, if one did.
+    #[must_use]
+    pub fn refused_by(&self) -> Option<&'static str> {
+        self.refused_by
+    }
+
+    /// The backoff progress: retries scheduled, last delay, total delay.
+    #[must_use]
+    pub fn schedule_state(&self) -> &ScheduleState {
+        &self.schedule
+    }
+
+    /// Counts an attempt that was abandoned before it finished (cut off by
+    /// the deadline or a cancellation), so errors report it as made.
+    pub(crate) fn count_abandoned_attempt(&mut self) {
+        self.attempts = self.attempts.saturating_add(1);
+    }
+
+    /// Narrows the call's deadline (it can only move earlier).
+    pub fn shrink_deadline(&mut self, deadline: Deadline) {
+        self.deadline = Deadline::earliest(self.deadline, Some(deadline));
+    }
+}
+
+impl<S: Schedule> RetryPolicy<S> {
+    /// Asks the retry control whether a new call may start at all
+    /// (client-side throttling refuses first attempts; the others admit).
+    ///
+    /// # Errors
+    /// The control's [`Refusal`]: the call must not be made.
+    #[inline]
+    pub fn admit(&self) -> Result<(), Refusal> {
+        match &self.control {
+            Some(control) => control.admit(),
+            None => Ok(()),
+        }
+    }
+
+    /// Starts a call: its state, with its effective deadline (the earliest of
+    /// `deadline`, the ambient deadline and `max_elapsed` from now).
+    ///
+    /// Reads `clock` only when the policy has a `max_elapsed`.
+    #[inline]
+    pub fn start<C: Clock>(&self, clock: &C, deadline: Option<Deadline>) -> CallState {
+        let mut state = CallState {
+            attempts: 0,
+            deadline: Deadline::earliest(deadline, crate::deadline::current()),
+            started: None,
+            schedule: ScheduleState::new(),
+            rng: None,
+            refused_by: None,
+        };
+        if let Some(limit) = self.max_elapsed {
+            let now = clock.now();
+            state.started = Some(now);
+            state.shrink_deadline(Deadline::after(now, limit));
+        }
+        state
+    }
+
+    /// Decides what follows the attempt just finished, whose outcome the
+    /// classifier judged `verdict`: succeed, retry after a delay, or stop.
+    ///
+    /// The rules, in order:
+    /// 1. the retry control hears the outcome (a success, or a retryable failure);
+    /// 2. `Success` succeeds and `Stop` stops as [`StopReason::Permanent`];
+    /// 3. when `max_attempts` (counting the first) are spent, stop as
+    ///    [`StopReason::Exhausted`]; likewise when the schedule runs out;
+    /// 4. the delay is the schedule's next one, or the server's hint for
+    ///    [`Verdict::RetryAfter`] (after which the curve starts over); either
+    ///    is capped at `max_delay`;
+    /// 5. a wait that would end at or past the deadline is not taken: stop as
+    ///    [`StopReason::Deadline`] now, so no sleep is ever longer than the
+    ///    time left;
+    /// 6. the retry control may refuse the retry: stop as
+    ///    [`StopReason::Throttled`].
+    ///
+    /// Reads `clock` only for a failure, never for a success.
+    pub fn decide<C: Clock>(&self, state: &mut CallState, verdict: Verdict, clock: &C) -> Decision {
+        state.attempts = state.attempts.saturating_add(1);
+        let hint = match verdict {
+            Verdict::Success => {
+                if let Some(control) = &self.control {
+                    control.record(Outcome::Success);
+                }
+                return Decision::Succeed;
+            }
+            Verdict::Stop => return Decision::Stop(StopReason::Permanent),
+            Verdict::Retry => None,
+            Verdict::RetryAfter(hint) => Some(hint),
+        };
+        if let Some(control) = &self.control {
+            control.record(Outcome::RetryableFailure);
+        }
+        let now = clock.now();
+        let started = *state.started.get_or_insert(now);
+        if let Some(deadline) = state.deadline
+            && deadline.is_expired(now)
+        {
+            return Decision::Stop(StopReason::Deadline);
+        }
+        if state.attempts >= self.max_attempts {
+            return Decision::Stop(StopReason::Exhausted);
+        }
+        let delay = match hint {
+            Some(hint) => {
+                let s = &mut state.schedule;
+                s.retries = s.retries.saturating_add(1);
+                s.total = s.total.saturating_add(hint);
+                s.reset_curve();
+                hint
+            }
+            None => {
+                let rng = state
+                    .rng
+                    .get_or_insert_with(|| Rng::seeded_or_entropy(self.schedule.seed()));
+                match self.schedule.next_delay(&mut state.schedule, rng) {
+                    Some(delay) => delay,
+                    None => return Decision::Stop(StopReason::Exhausted),
+                }
+            }
+        }
+        .min(self.max_delay);
+        if let Some(deadline) = state.deadline
+            && delay >= deadline.remaining(now)
+        {
+            return Decision::Stop(StopReason::Deadline);
+        }
+        if let Some(control) = &self.control
+            && let Err(refusal) = control.allow_retry()
+        {
+            state.refused_by = Some(refusal.by);
+            return Decision::Stop(StopReason::Throttled);
+        }
+        tracing::debug!(
+            attempt = state.attempts,
+            delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+            hinted = hint.is_some(),
+            elapsed_ms = u64::try_from(now.saturating_duration_since(started).as_millis())
+                .unwrap_or(u64::MAX),
+            "steadfast: retrying"
+        );
+        Decision::Retry(delay)
+    }
+}

@@ -1,0 +1,53 @@
+use std::fmt;
+use std::time::Duration;
+
+/// What the policy decided after one attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Decision {
+    /// The attempt succeeded: return its outcome.
+    Succeed,
+    /// Wait this long, then make another attempt.
+    Retry(Duration),
+    /// Give up, for this reason.
+    Stop(StopReason),
+}
+
+/// Why a call stopped without success.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StopReason {
+    /// Every allowed attempt was made (or the schedule ran out).
+    Exhausted,
+    /// The classifier said the failure is permanent.
+    Permanent,
+    /// The overall deadline passed, or the next wait would have ended past it.
+    Deadline,
+    /// The call was cancelled through its [`CancelToken`](crate::CancelToken).
+    Cancelled,
+    /// A retry control (budget, token bucket, throttle) refused the attempt.
+    Throttled,
+}
+
+impl StopReason {
+    /// A short phrase for messages, e.g. `"attempts exhausted"`.
+    ///
+    /// ```
+    /// assert_eq!(steadfast::StopReason::Deadline.as_str(), "deadline exceeded");
+    /// ```
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Exhausted => "attempts exhausted",
+            Self::Permanent => "permanent error",
+            Self::Deadline => "deadline exceeded",
+            Self::Cancelled => "cancelled",
+            Self::Throttled => "retry refused",
+        }
+    }
+}
+
+impl fmt::Display for StopReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

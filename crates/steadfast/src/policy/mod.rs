@@ -1,0 +1,280 @@
+//! The retry policy: the one place that decides *go again, when, or stop*.
+//!
+//! A [`RetryPolicy`] is configuration: built once, cheap to clone, shared by
+//! many calls. Each call keeps its own small [`CallState`] (on the stack),
+//! which the policy advances after every attempt with
+//! [`RetryPolicy::decide`]. Every executor in steadfast (blocking loop, async
+//! future, hedger, simulator, integrations) is a loop around exactly this.
+//!
+//! ```
+//! use std::time::Duration;
+//! use steadfast::{Decision, RetryPolicy, StopReason, Verdict};
+//! use steadfast::clock::{Clock, VirtualClock};
+//! use steadfast::backoff::Backoff;
+//!
+//! let policy = RetryPolicy::builder()
+//!     .max_attempts(3)
+//!     .backoff(Backoff::constant(Duration::from_millis(100)).build()?)
+//!     .build()?;
+//! let clock = VirtualClock::new();
+//! let mut call = policy.start(&clock, None);
+//! assert_eq!(policy.decide(&mut call, Verdict::Retry, &clock), Decision::Retry(Duration::from_millis(100)));
+//! assert_eq!(policy.decide(&mut call, Verdict::Retry, &clock), Decision::Retry(Duration::from_millis(100)));
+//! // The third attempt was the last one allowed: attempts count the first.
+//! assert_eq!(policy.decide(&mut call, Verdict::Retry, &clock), Decision::Stop(StopReason::Exhausted));
+//! # Ok::<(), steadfast::ConfigError>(())
+//! ```
+
+mod call;
+mod decision;
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::backoff::Backoff;
+use crate::{ConfigError, RetryControl, Schedule};
+
+pub use call::CallState;
+pub use decision::{Decision, StopReason};
+
+/// The longest any single wait may be unless configured otherwise: five
+/// minutes. Caps schedule delays and server hints alike, so a hostile
+/// `Retry-After` of a year waits five minutes at most (and never past the
+/// call's deadline).
+pub const DEFAULT_MAX_DELAY: Duration = Duration::from_secs(300);
+
+/// The default number of attempts, counting the first: 3.
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+
+/// How a call retries: attempts, backoff, limits and retry control.
+///
+/// Cheap to clone (a schedule value plus an optional `Arc`); share one
+/// between many calls. See the [module docs](self) for the decision engine
+/// and [`retry`](crate::retry) for the executors.
+#[derive(Clone)]
+pub struct RetryPolicy<S = Backoff> {
+    schedule: S,
+    max_attempts: u32,
+    max_delay: Duration,
+    max_elapsed: Option<Duration>,
+    attempt_timeout: Option<Duration>,
+    control: Option<Arc<dyn RetryControl>>,
+}
+
+impl<S: fmt::Debug> fmt::Debug for RetryPolicy<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RetryPolicy")
+            .field("schedule", &self.schedule)
+            .field("max_attempts", &self.max_attempts)
+            .field("max_delay", &self.max_delay)
+            .field("max_elapsed", &self.max_elapsed)
+            .field("attempt_timeout", &self.attempt_timeout)
+            .field("control", &self.control)
+            .finish()
+    }
+}
+
+impl RetryPolicy<Backoff> {
+    /// A builder with every option at its default: 3 attempts,
+    /// [`Backoff::default`], waits capped at [`DEFAULT_MAX_DELAY`], no overall
+    /// limit, no per-attempt timeout, no retry control.
+    ///
+    /// ```
+    /// let policy = steadfast::RetryPolicy::builder().max_attempts(5).build()?;
+    /// assert_eq!(policy.max_attempts(), 5);
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn builder() -> RetryPolicyBuilder<Backoff> {
+        RetryPolicyBuilder::new(Backoff::default())
+    }
+}
+
+impl Default for RetryPolicy<Backoff> {
+    fn default() -> Self {
+        Self {
+            schedule: Backoff::default(),
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+            max_delay: DEFAULT_MAX_DELAY,
+            max_elapsed: None,
+            attempt_timeout: None,
+            control: None,
+        }
+    }
+}
+
+impl<S> RetryPolicy<S> {
+    /// The backoff schedule.
+    pub fn schedule(&self) -> &S {
+        &self.schedule
+    }
+
+    /// The most attempts a call makes, counting the first.
+    #[must_use]
+    pub fn max_attempts(&self) -> u32 {
+        self.max_attempts
+    }
+
+    /// The longest single wait, whether from the schedule or a server hint.
+    #[must_use]
+    pub fn max_delay(&self) -> Duration {
+        self.max_delay
+    }
+
+    /// The overall time limit of a call, measured from its start.
+    #[must_use]
+    pub fn max_elapsed(&self) -> Option<Duration> {
+        self.max_elapsed
+    }
+
+    /// The time limit of each attempt.
+    #[must_use]
+    pub fn attempt_timeout(&self) -> Option<Duration> {
+        self.attempt_timeout
+    }
+
+    /// The shared retry control, if any.
+    #[must_use]
+    pub fn control(&self) -> Option<&Arc<dyn RetryControl>> {
+        self.control.as_ref()
+    }
+}
+
+impl<S: Schedule> RetryPolicy<S> {
+    /// A builder around a custom schedule; every other option at its default.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::RetryPolicy;
+    /// use steadfast::backoff::Backoff;
+    /// let policy = RetryPolicy::with_schedule(Backoff::constant(Duration::from_secs(1)).build()?)
+    ///     .max_attempts(2)
+    ///     .build()?;
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
+    pub fn with_schedule(schedule: S) -> RetryPolicyBuilder<S> {
+        RetryPolicyBuilder::new(schedule)
+    }
+}
+
+/// Builds a [`RetryPolicy`]; every option has a default, so adding one never
+/// breaks a caller.
+#[derive(Clone)]
+pub struct RetryPolicyBuilder<S> {
+    policy: RetryPolicy<S>,
+}
+
+impl<S: fmt::Debug> fmt::Debug for RetryPolicyBuilder<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("RetryPolicyBuilder")
+            .field(&self.policy)
+            .finish()
+    }
+}
+
+impl<S: Schedule> RetryPolicyBuilder<S> {
+    fn new(schedule: S) -> Self {
+        Self {
+            policy: RetryPolicy {
+                schedule,
+                max_attempts: DEFAULT_MAX_ATTEMPTS,
+                max_delay: DEFAULT_MAX_DELAY,
+                max_elapsed: None,
+                attempt_timeout: None,
+                control: None,
+            },
+        }
+    }
+
+    /// The most attempts a call makes, **counting the first** (default 3;
+    /// 1 means no retry; must be at least 1).
+    #[must_use]
+    pub fn max_attempts(mut self, attempts: u32) -> Self {
+        self.policy.max_attempts = attempts;
+        self
+    }
+
+    /// The backoff schedule (default [`Backoff::default`]).
+    pub fn backoff<S2: Schedule>(self, schedule: S2) -> RetryPolicyBuilder<S2> {
+        let p = self.policy;
+        RetryPolicyBuilder {
+            policy: RetryPolicy {
+                schedule,
+                max_attempts: p.max_attempts,
+                max_delay: p.max_delay,
+                max_elapsed: p.max_elapsed,
+                attempt_timeout: p.attempt_timeout,
+                control: p.control,
+            },
+        }
+    }
+
+    /// The longest single wait, from the schedule or a server hint (default
+    /// [`DEFAULT_MAX_DELAY`]).
+    #[must_use]
+    pub fn max_delay(mut self, max: Duration) -> Self {
+        self.policy.max_delay = max;
+        self
+    }
+
+    /// The overall limit of a call, from its start: no wait ends past it and
+    /// no attempt runs past it (default none).
+    #[must_use]
+    pub fn max_elapsed(mut self, limit: Duration) -> Self {
+        self.policy.max_elapsed = Some(limit);
+        self
+    }
+
+    /// The limit of each attempt (default none). The async executor drops an
+    /// attempt that runs past it and counts it as a retryable failure; the
+    /// blocking executor hands it to the operation in [`Attempt`](crate::Attempt).
+    #[must_use]
+    pub fn attempt_timeout(mut self, limit: Duration) -> Self {
+        self.policy.attempt_timeout = Some(limit);
+        self
+    }
+
+    /// A shared retry control (budget, token bucket, throttle) that may
+    /// refuse retries (default none).
+    #[must_use]
+    pub fn control(mut self, control: Arc<dyn RetryControl>) -> Self {
+        self.policy.control = Some(control);
+        self
+    }
+
+    /// Checks the settings and builds the policy.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] when `max_attempts` is 0, or `max_elapsed` or
+    /// `attempt_timeout` is zero.
+    pub fn build(self) -> Result<RetryPolicy<S>, ConfigError> {
+        const WHAT: &str = "retry policy";
+        let p = &self.policy;
+        if p.max_attempts == 0 {
+            return Err(ConfigError::new(
+                WHAT,
+                "max_attempts",
+                "must be at least 1 (it counts the first attempt)",
+                p.max_attempts,
+            ));
+        }
+        if p.max_elapsed == Some(Duration::ZERO) {
+            return Err(ConfigError::new(
+                WHAT,
+                "max_elapsed",
+                "must be greater than zero",
+                Duration::ZERO,
+            ));
+        }
+        if p.attempt_timeout == Some(Duration::ZERO) {
+            return Err(ConfigError::new(
+                WHAT,
+                "attempt_timeout",
+                "must be greater than zero",
+                Duration::ZERO,
+            ));
+        }
+        Ok(self.policy)
+    }
+}

@@ -1,0 +1,121 @@
+use std::future::Ready;
+use std::time::Duration;
+
+use super::{AsPolicy, Attempt, Notify, Retry, cancel_reason, conclude};
+use crate::{CancelToken, Classify, Clock, Deadline, Decision, RetryError, StopReason};
+
+impl<F, P, K, N, C, T, E> Retry<F, P, K, N, C>
+where
+    F: FnMut(Attempt) -> Result<T, E>,
+    P: AsPolicy,
+    K: Classify<T, E>,
+    N: Notify<E, Future = Ready<()>>,
+    C: Clock,
+{
+    /// Runs the operation on this thread, retrying as the policy decides.
+    ///
+    /// # Errors
+    /// A [`RetryError`] saying why the call stopped, with the last error.
+    ///
+    /// Available when the operation returns a `Result` (made by
+    /// [`retry_blocking`](super::BlockingRetryable::retry_blocking)); it
+    /// sleeps the thread on the builder's [`Clock`].
+    pub fn call(mut self) -> Result<T, RetryError<E>> {
+        let policy = self.policy.as_policy();
+        let name = self.options.name;
+        if let Err(refusal) = policy.admit() {
+            return Err(refused(refusal.by, name));
+        }
+        let clock = &self.clock;
+        let mut state = policy.start(clock, self.options.deadline);
+        let mut last: Option<Result<T, E>> = None;
+        loop {
+            if let Some(token) = &self.options.cancel
+                && token.is_cancelled()
+            {
+                let now = clock.now();
+                return conclude(last, cancel_reason(&state, now), &state, now, name, false);
+            }
+            let attempt = Attempt {
+                number: state.attempts().saturating_add(1),
+                deadline: attempt_deadline(state.deadline(), policy.attempt_timeout(), clock),
+            };
+            let outcome = (self.op)(attempt);
+            let verdict = self.classify.classify(&outcome);
+            match policy.decide(&mut state, verdict, clock) {
+                Decision::Succeed => {
+                    return match outcome {
+                        Ok(value) => Ok(value),
+                        // The classifier called an error final: hand it back.
+                        Err(e) => conclude(
+                            Some(Err(e)),
+                            StopReason::Permanent,
+                            &state,
+                            clock.now(),
+                            name,
+                            false,
+                        ),
+                    };
+                }
+                Decision::Stop(reason) => {
+                    return conclude(Some(outcome), reason, &state, clock.now(), name, false);
+                }
+                Decision::Retry(delay) => {
+                    let () = self
+                        .notify
+                        .notify(state.attempts(), outcome.as_ref().err(), delay)
+                        .into_inner();
+                    last = Some(outcome);
+                    if sleep(clock, delay, self.options.cancel.as_ref()) {
+                        let now = clock.now();
+                        return conclude(
+                            last,
+                            cancel_reason(&state, now),
+                            &state,
+                            now,
+                            name,
+                            false,
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Sleeps `delay` on `clock`; `true` when cut short by cancellation.
+fn sleep<C: Clock>(clock: &C, delay: Duration, cancel: Option<&CancelToken>) -> bool {
+    if delay.is_zero() {
+        return cancel.is_some_and(CancelToken::is_cancelled);
+    }
+    match cancel {
+        Some(token) => clock.sleep_blocking_cancellable(delay, token),
+        None => {
+            clock.sleep_blocking(delay);
+            false
+        }
+    }
+}
+
+/// The deadline an attempt gets: the call's, narrowed by the per-attempt
+/// timeout. Reads the clock only when there is a per-attempt timeout.
+pub(super) fn attempt_deadline<C: Clock>(
+    call: Option<Deadline>,
+    timeout: Option<Duration>,
+    clock: &C,
+) -> Option<Deadline> {
+    match timeout {
+        Some(t) => Deadline::earliest(call, Some(Deadline::after(clock.now(), t))),
+        None => call,
+    }
+}
+
+/// The error for a call whose first attempt a control refused.
+pub(super) fn refused<E>(by: &'static str, name: Option<&'static str>) -> RetryError<E> {
+    let err =
+        RetryError::new(StopReason::Throttled, None, 0, Duration::ZERO).with_refused_by(Some(by));
+    match name {
+        Some(name) => err.with_name(name),
+        None => err,
+    }
+}

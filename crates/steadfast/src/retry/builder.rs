@@ -1,0 +1,146 @@
+use std::fmt;
+
+use super::{CallOptions, NotifyAsync, NotifyFn};
+#[cfg(doc)]
+use crate::clock::SystemClock;
+use crate::{AnyError, CancelToken, ClassifyFn, Clock, Deadline, When};
+
+/// The clock an async retry uses unless told otherwise: [`TokioClock`]
+/// with the `tokio` feature.
+///
+/// [`TokioClock`]: crate::clock::TokioClock
+#[cfg(feature = "tokio")]
+pub type DefaultClock = crate::clock::TokioClock;
+
+/// Without the `tokio` feature there is no default async clock: give one
+/// with [`Retry::clock`] (the blocking executor uses [`SystemClock`]).
+#[cfg(not(feature = "tokio"))]
+pub type DefaultClock = NoClock;
+
+/// The placeholder clock of a retry built without the `tokio` feature: it
+/// is not an [`AsyncClock`](crate::AsyncClock), so such a retry must be
+/// given one with [`Retry::clock`] before it can be awaited.
+#[cfg(not(feature = "tokio"))]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoClock;
+
+/// A retried call being configured: made by
+/// [`Retryable::retry`](super::Retryable::retry) (then `.await` it) or
+/// [`BlockingRetryable::retry_blocking`](super::BlockingRetryable::retry_blocking)
+/// (then [`call`](Self::call) it). Both executors share these options.
+#[must_use = "a retry does nothing until it is awaited or `.call()`ed"]
+pub struct Retry<F, P, K = AnyError, N = (), C = DefaultClock> {
+    pub(super) op: F,
+    pub(super) policy: P,
+    pub(super) classify: K,
+    pub(super) notify: N,
+    pub(super) clock: C,
+    pub(super) options: CallOptions,
+}
+
+impl<F, P: fmt::Debug, K: fmt::Debug, N, C: fmt::Debug> fmt::Debug for Retry<F, P, K, N, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Retry")
+            .field("policy", &self.policy)
+            .field("classify", &self.classify)
+            .field("clock", &self.clock)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F, P, C> Retry<F, P, AnyError, (), C> {
+    pub(super) fn new(op: F, policy: P, clock: C) -> Self {
+        Self {
+            op,
+            policy,
+            classify: AnyError,
+            notify: (),
+            clock,
+            options: CallOptions::default(),
+        }
+    }
+}
+
+impl<F, P, K, N, C> Retry<F, P, K, N, C> {
+    /// Retries the errors for which `predicate` holds; any other error stops
+    /// the call at once ([`StopReason::Permanent`]).
+    pub fn when<Pred>(self, predicate: Pred) -> Retry<F, P, When<Pred>, N, C> {
+        self.with_classifier(When::new(predicate))
+    }
+
+    /// Classifies each whole outcome with `f`; can retry `Ok` values and
+    /// honour server hints ([`Verdict::RetryAfter`](crate::Verdict::RetryAfter)).
+    pub fn classify<G>(self, f: G) -> Retry<F, P, ClassifyFn<G>, N, C> {
+        self.with_classifier(ClassifyFn::new(f))
+    }
+
+    /// Uses any [`Classify`] implementation.
+    pub fn with_classifier<K2>(self, classify: K2) -> Retry<F, P, K2, N, C> {
+        Retry {
+            op: self.op,
+            policy: self.policy,
+            classify,
+            notify: self.notify,
+            clock: self.clock,
+            options: self.options,
+        }
+    }
+
+    /// Calls `hook(attempt, error, delay)` before each wait.
+    pub fn notify<H>(self, hook: H) -> Retry<F, P, K, NotifyFn<H>, C> {
+        self.with_notify(NotifyFn::new(hook))
+    }
+
+    /// Calls `hook(attempt, error, delay)` before each wait and awaits the
+    /// future it returns (async executor only).
+    pub fn notify_async<H>(self, hook: H) -> Retry<F, P, K, NotifyAsync<H>, C> {
+        self.with_notify(NotifyAsync::new(hook))
+    }
+
+    /// Uses any [`Notify`] implementation.
+    pub fn with_notify<N2>(self, notify: N2) -> Retry<F, P, K, N2, C> {
+        Retry {
+            op: self.op,
+            policy: self.policy,
+            classify: self.classify,
+            notify,
+            clock: self.clock,
+            options: self.options,
+        }
+    }
+
+    /// Reads time and sleeps on `clock` (default: [`TokioClock`] for the
+    /// async executor, [`SystemClock`] for the blocking one).
+    ///
+    /// [`TokioClock`]: crate::clock::TokioClock
+    pub fn clock<C2: Clock>(self, clock: C2) -> Retry<F, P, K, N, C2> {
+        Retry {
+            op: self.op,
+            policy: self.policy,
+            classify: self.classify,
+            notify: self.notify,
+            clock,
+            options: self.options,
+        }
+    }
+
+    /// Stops the call promptly, even mid-wait, when `token` is cancelled.
+    pub fn cancel_on(mut self, token: CancelToken) -> Self {
+        self.options.cancel = Some(token);
+        self
+    }
+
+    /// An overall deadline for this call (the earliest of it, the ambient
+    /// deadline and the policy's `max_elapsed` holds).
+    pub fn deadline(mut self, deadline: Deadline) -> Self {
+        self.options.deadline = Some(deadline);
+        self
+    }
+
+    /// Names the operation in errors and telemetry.
+    pub fn name(mut self, name: &'static str) -> Self {
+        self.options.name = Some(name);
+        self
+    }
+}

@@ -1,0 +1,662 @@
+//! Executor tests, all on virtual time: `VirtualClock` for the blocking
+//! executor, tokio's paused clock for the async one.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use std::future::IntoFuture;
+
+use super::{BlockingRetryable, Retryable};
+use crate::clock::{Clock, TokioClock, VirtualClock};
+use crate::{
+    Attempt, CancelToken, Outcome, Refusal, RetryControl, RetryPolicy, Rng, Schedule,
+    ScheduleState, StopReason, Verdict,
+};
+
+/// A schedule that hands out fixed delays, then runs out.
+#[derive(Debug, Clone)]
+struct Fixed(Vec<Duration>);
+
+impl Schedule for Fixed {
+    fn next_delay(&self, state: &mut ScheduleState, _: &mut Rng) -> Option<Duration> {
+        let d = *self.0.get(state.retries as usize)?;
+        state.retries += 1;
+        state.prev = d;
+        state.total += d;
+        Some(d)
+    }
+}
+
+fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+fn policy(attempts: u32, delays: &[u64]) -> RetryPolicy<Fixed> {
+    RetryPolicy::with_schedule(Fixed(delays.iter().map(|&s| secs(s)).collect()))
+        .max_attempts(attempts)
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn attempts_happen_at_the_scheduled_instants() {
+    let clock = VirtualClock::new();
+    let t0 = clock.now();
+    let mut times = Vec::new();
+    let result = (|a: Attempt| {
+        times.push((a.number, clock.now() - t0));
+        if a.number < 4 { Err("down") } else { Ok("up") }
+    })
+    .retry_blocking(policy(5, &[1, 2, 4, 8]))
+    .clock(clock.clone())
+    .call();
+    assert_eq!(result, Ok("up"));
+    assert_eq!(
+        times,
+        [(1, secs(0)), (2, secs(1)), (3, secs(3)), (4, secs(7))]
+    );
+}
+
+#[test]
+fn max_attempts_counts_the_first() {
+    let clock = VirtualClock::new();
+    let mut calls = 0;
+    let err = (|_: Attempt| {
+        calls += 1;
+        Err::<(), _>("down")
+    })
+    .retry_blocking(policy(3, &[1, 1, 1, 1, 1]))
+    .clock(clock)
+    .call()
+    .unwrap_err();
+    assert_eq!(calls, 3);
+    assert_eq!(err.attempts(), 3);
+    assert_eq!(err.reason(), StopReason::Exhausted);
+    assert_eq!(err.last_error(), Some(&"down"));
+}
+
+#[test]
+fn one_attempt_means_no_retry() {
+    let err = (|_: Attempt| Err::<(), _>("down"))
+        .retry_blocking(policy(1, &[1]))
+        .clock(VirtualClock::new())
+        .call()
+        .unwrap_err();
+    assert_eq!(err.attempts(), 1);
+    assert_eq!(err.reason(), StopReason::Exhausted);
+}
+
+#[test]
+fn a_schedule_that_runs_out_exhausts_the_call() {
+    let err = (|_: Attempt| Err::<(), _>("down"))
+        .retry_blocking(policy(10, &[1, 1]))
+        .clock(VirtualClock::new())
+        .call()
+        .unwrap_err();
+    assert_eq!(err.attempts(), 3);
+    assert_eq!(err.reason(), StopReason::Exhausted);
+}
+
+#[test]
+fn a_two_hour_backoff_under_a_one_hour_deadline_is_never_slept() {
+    let clock = VirtualClock::new();
+    let policy = RetryPolicy::with_schedule(Fixed(vec![secs(7200)]))
+        .max_attempts(5)
+        .max_delay(secs(10_000))
+        .max_elapsed(secs(3600))
+        .build()
+        .unwrap();
+    let err = (|_: Attempt| Err::<(), _>("down"))
+        .retry_blocking(&policy)
+        .clock(clock.clone())
+        .call()
+        .unwrap_err();
+    assert_eq!(err.reason(), StopReason::Deadline);
+    assert_eq!(err.attempts(), 1);
+    assert_eq!(
+        clock.elapsed(),
+        Duration::ZERO,
+        "the long sleep was never taken"
+    );
+}
+
+#[test]
+fn no_sleep_ends_past_the_deadline() {
+    // Waits of 10 s under a 25 s limit: attempts at 0, 10, 20; the next wait
+    // would end at 30 > 25, so the call stops at 20 s without sleeping.
+    let clock = VirtualClock::new();
+    let policy = RetryPolicy::with_schedule(Fixed(vec![secs(10); 10]))
+        .max_attempts(10)
+        .max_elapsed(secs(25))
+        .build()
+        .unwrap();
+    let err = (|_: Attempt| Err::<(), _>("down"))
+        .retry_blocking(&policy)
+        .clock(clock.clone())
+        .call()
+        .unwrap_err();
+    assert_eq!(err.reason(), StopReason::Deadline);
+    assert_eq!(err.attempts(), 3);
+    assert_eq!(clock.elapsed(), secs(20));
+    assert_eq!(err.elapsed(), secs(20));
+}
+
+#[test]
+fn the_attempt_sees_its_deadline() {
+    let clock = VirtualClock::new();
+    let t0 = clock.now();
+    let policy = RetryPolicy::with_schedule(Fixed(vec![secs(1); 3]))
+        .max_attempts(3)
+        .max_elapsed(secs(10))
+        .attempt_timeout(secs(4))
+        .build()
+        .unwrap();
+    let mut seen = Vec::new();
+    let _ = (|a: Attempt| {
+        seen.push(a.deadline.map(|d| d.instant() - t0));
+        Err::<(), _>(())
+    })
+    .retry_blocking(&policy)
+    .clock(clock)
+    .call();
+    // 4 s per attempt, but never past the call's 10 s: attempts at 0, 1, 2 s.
+    assert_eq!(seen, [Some(secs(4)), Some(secs(5)), Some(secs(6))]);
+}
+
+#[test]
+fn server_hints_are_honoured_and_clamped() {
+    let clock = VirtualClock::new();
+    let t0 = clock.now();
+    let policy = RetryPolicy::with_schedule(Fixed(vec![secs(1); 5]))
+        .max_attempts(4)
+        .max_delay(secs(30))
+        .build()
+        .unwrap();
+    let mut times = Vec::new();
+    let result = (|a: Attempt| {
+        times.push(clock.now() - t0);
+        Err::<(), u64>(match a.number {
+            1 => 5,            // "retry after 5 s"
+            2 => 86_400 * 365, // a hostile year
+            _ => 0,            // no hint: the schedule
+        })
+    })
+    .retry_blocking(&policy)
+    .classify(|r: &Result<(), u64>| match r {
+        Err(0) => Verdict::Retry,
+        Err(s) => Verdict::RetryAfter(secs(*s)),
+        Ok(()) => Verdict::Success,
+    })
+    .clock(clock.clone())
+    .call();
+    assert!(result.is_err());
+    assert_eq!(times, [secs(0), secs(5), secs(35), secs(36)]);
+}
+
+#[test]
+fn a_hint_past_the_deadline_stops_at_once() {
+    let clock = VirtualClock::new();
+    let policy = RetryPolicy::with_schedule(Fixed(vec![secs(1); 5]))
+        .max_attempts(4)
+        .max_elapsed(secs(10))
+        .build()
+        .unwrap();
+    let err = (|_: Attempt| Err::<(), _>("busy"))
+        .retry_blocking(&policy)
+        .classify(|_: &Result<(), &str>| Verdict::RetryAfter(secs(60)))
+        .clock(clock.clone())
+        .call()
+        .unwrap_err();
+    assert_eq!(err.reason(), StopReason::Deadline);
+    assert_eq!(err.attempts(), 1);
+    assert_eq!(clock.elapsed(), Duration::ZERO);
+}
+
+#[test]
+fn a_permanent_error_stops_at_once() {
+    let mut calls = 0;
+    let err = (|_: Attempt| {
+        calls += 1;
+        Err::<(), _>("forbidden")
+    })
+    .retry_blocking(policy(5, &[1; 5]))
+    .when(|e: &&str| *e != "forbidden")
+    .clock(VirtualClock::new())
+    .call()
+    .unwrap_err();
+    assert_eq!(calls, 1);
+    assert_eq!(err.reason(), StopReason::Permanent);
+}
+
+#[test]
+fn a_retried_ok_value_is_returned_when_attempts_run_out() {
+    let result = (|_: Attempt| Ok::<u16, ()>(503))
+        .retry_blocking(policy(3, &[1; 5]))
+        .classify(|r: &Result<u16, ()>| match r {
+            Ok(503) => Verdict::Retry,
+            _ => Verdict::Success,
+        })
+        .clock(VirtualClock::new())
+        .call();
+    assert_eq!(result, Ok(503));
+}
+
+#[test]
+fn notify_sees_attempt_error_and_delay() {
+    let mut seen = Vec::new();
+    let _ = (|a: Attempt| Err::<(), _>(a.number * 10))
+        .retry_blocking(policy(3, &[1, 2]))
+        .notify(|attempt: u32, err: Option<&u32>, delay: Duration| {
+            seen.push((attempt, err.copied(), delay));
+        })
+        .clock(VirtualClock::new())
+        .call();
+    assert_eq!(seen, [(1, Some(10), secs(1)), (2, Some(20), secs(2))]);
+}
+
+#[test]
+fn the_error_explains_itself() {
+    let clock = VirtualClock::new();
+    let err = (|_: Attempt| Err::<(), _>(std::io::Error::other("connection refused")))
+        .retry_blocking(policy(3, &[1, 2]))
+        .clock(clock)
+        .name("fetch_user")
+        .call()
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "fetch_user failed after 3 attempts in 3.0s (attempts exhausted): connection refused"
+    );
+    let source = std::error::Error::source(&err).unwrap();
+    assert_eq!(source.to_string(), "connection refused");
+    let unnamed = (|_: Attempt| Err::<(), _>("x"))
+        .retry_blocking(policy(1, &[]))
+        .clock(VirtualClock::new())
+        .call()
+        .unwrap_err();
+    assert_eq!(
+        unnamed.to_string(),
+        "operation failed after 1 attempt in 0ms (attempts exhausted): x"
+    );
+}
+
+/// A control that admits everything and allows `n` retries.
+#[derive(Debug)]
+struct Allow(AtomicU32, AtomicU32);
+
+impl RetryControl for Allow {
+    fn record(&self, outcome: Outcome) {
+        if outcome == Outcome::RetryableFailure {
+            self.1.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    fn allow_retry(&self) -> Result<(), Refusal> {
+        self.0
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .map(|_| ())
+            .map_err(|_| Refusal { by: "test budget" })
+    }
+}
+
+#[test]
+fn a_control_can_refuse_retries() {
+    let control = Arc::new(Allow(AtomicU32::new(1), AtomicU32::new(0)));
+    let policy = RetryPolicy::with_schedule(Fixed(vec![secs(1); 5]))
+        .max_attempts(5)
+        .control(control.clone())
+        .build()
+        .unwrap();
+    let err = (|_: Attempt| Err::<(), _>("down"))
+        .retry_blocking(&policy)
+        .clock(VirtualClock::new())
+        .call()
+        .unwrap_err();
+    assert_eq!(err.reason(), StopReason::Throttled);
+    assert_eq!(err.refused_by(), Some("test budget"));
+    assert_eq!(err.attempts(), 2);
+    assert_eq!(
+        control.1.load(Ordering::Relaxed),
+        2,
+        "both failures were recorded"
+    );
+    assert!(err.to_string().contains("retry refused by test budget"));
+}
+
+#[test]
+fn a_cancelled_token_stops_before_the_next_attempt() {
+    let token = CancelToken::new();
+    let t = token.clone();
+    let mut calls = 0;
+    let err = (|_: Attempt| {
+        calls += 1;
+        t.cancel();
+        Err::<(), _>("down")
+    })
+    .retry_blocking(policy(5, &[1; 5]))
+    .cancel_on(token)
+    .clock(VirtualClock::new())
+    .call()
+    .unwrap_err();
+    assert_eq!(calls, 1);
+    assert_eq!(err.reason(), StopReason::Cancelled);
+}
+
+#[test]
+fn blocking_cancel_mid_sleep_wakes_promptly() {
+    // Real clock, real thread: a one-hour wait cut short by a cancel from
+    // another thread. No timing assertion: the test would hang if it failed.
+    let token = CancelToken::new();
+    let t = token.clone();
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(20));
+        t.cancel();
+    });
+    let err = (|_: Attempt| Err::<(), _>("down"))
+        .retry_blocking(policy(5, &[3600; 5]))
+        .cancel_on(token)
+        .call()
+        .unwrap_err();
+    canceller.join().unwrap();
+    assert_eq!(err.reason(), StopReason::Cancelled);
+    assert_eq!(err.attempts(), 1);
+}
+
+#[test]
+fn cancellation_after_the_deadline_reports_deadline() {
+    let clock = VirtualClock::new();
+    let token = CancelToken::new();
+    let t = token.clone();
+    let c = clock.clone();
+    let policy = RetryPolicy::with_schedule(Fixed(vec![secs(1); 5]))
+        .max_attempts(5)
+        .max_elapsed(secs(10))
+        .build()
+        .unwrap();
+    let err = (|_: Attempt| {
+        c.sleep_blocking(secs(11)); // the attempt overran the deadline
+        t.cancel(); // and whoever waited gave up
+        Err::<(), _>("slow")
+    })
+    .retry_blocking(&policy)
+    .cancel_on(token)
+    .clock(clock)
+    .call()
+    .unwrap_err();
+    assert_eq!(err.reason(), StopReason::Deadline);
+}
+
+#[test]
+fn a_zero_attempt_policy_is_a_config_error() {
+    let err = RetryPolicy::with_schedule(Fixed(vec![]))
+        .max_attempts(0)
+        .build()
+        .unwrap_err();
+    assert_eq!(err.field(), "max_attempts");
+}
+
+// ---- async executor, on tokio's paused clock ----
+
+#[tokio::test(start_paused = true)]
+async fn async_attempts_happen_at_the_scheduled_instants() {
+    let t0 = TokioClock.now();
+    let times = std::sync::Mutex::new(Vec::new());
+    let result = (|a: Attempt| {
+        times.lock().unwrap().push(TokioClock.now() - t0);
+        async move {
+            if a.number < 3 {
+                Err("down")
+            } else {
+                Ok(a.number)
+            }
+        }
+    })
+    .retry(policy(5, &[1, 2, 4]))
+    .await;
+    assert_eq!(result, Ok(3));
+    assert_eq!(*times.lock().unwrap(), [secs(0), secs(1), secs(3)]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn async_cancel_mid_sleep_returns_in_the_same_instant() {
+    let token = CancelToken::new();
+    let policy = policy(5, &[3600; 5]);
+    let fut = (|_: Attempt| async { Err::<(), _>("down") })
+        .retry(&policy)
+        .cancel_on(token.clone())
+        .into_future();
+    let handle = tokio::spawn({
+        let token = token.clone();
+        async move {
+            tokio::time::sleep(secs(10)).await;
+            token.cancel();
+            TokioClock.now()
+        }
+    });
+    let err = fut.await.unwrap_err();
+    let returned_at = TokioClock.now();
+    let cancelled_at = handle.await.unwrap();
+    assert_eq!(err.reason(), StopReason::Cancelled);
+    assert_eq!(
+        returned_at, cancelled_at,
+        "stopped at the virtual instant of the cancel"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn async_attempt_timeout_drops_the_attempt_and_retries() {
+    let t0 = TokioClock.now();
+    let policy = RetryPolicy::with_schedule(Fixed(vec![secs(1); 5]))
+        .max_attempts(3)
+        .attempt_timeout(secs(2))
+        .build()
+        .unwrap();
+    let result = (|a: Attempt| async move {
+        if a.number < 3 {
+            std::future::pending::<()>().await; // hangs
+        }
+        Ok::<_, ()>(a.number)
+    })
+    .retry(&policy)
+    .await;
+    assert_eq!(result, Ok(3));
+    // two timeouts of 2 s, two waits of 1 s
+    assert_eq!(TokioClock.now() - t0, secs(6));
+}
+
+#[tokio::test(start_paused = true)]
+async fn async_deadline_cuts_a_hanging_attempt() {
+    let t0 = TokioClock.now();
+    let policy = RetryPolicy::with_schedule(Fixed(vec![secs(1); 5]))
+        .max_attempts(3)
+        .max_elapsed(secs(5))
+        .build()
+        .unwrap();
+    let err = (|_: Attempt| async { std::future::pending::<Result<(), &str>>().await })
+        .retry(&policy)
+        .name("hang")
+        .await
+        .unwrap_err();
+    assert_eq!(err.reason(), StopReason::Deadline);
+    assert!(err.timed_out());
+    assert_eq!(TokioClock.now() - t0, secs(5));
+    assert_eq!(
+        err.to_string(),
+        "hang failed after 1 attempt in 5.0s (deadline exceeded): attempt timed out"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn async_notify_hook_is_awaited_before_the_sleep() {
+    let t0 = TokioClock.now();
+    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let l = log.clone();
+    let result = (|a: Attempt| async move { if a.is_first() { Err("x") } else { Ok(()) } })
+        .retry(policy(2, &[1]))
+        .notify_async(move |attempt: u32, _: Option<&&str>, delay: Duration| {
+            let l = l.clone();
+            async move {
+                tokio::time::sleep(secs(10)).await; // a slow hook
+                l.lock().unwrap().push((attempt, delay));
+            }
+        })
+        .await;
+    assert_eq!(result, Ok(()));
+    assert_eq!(*log.lock().unwrap(), [(1, secs(1))]);
+    assert_eq!(TokioClock.now() - t0, secs(11));
+}
+
+#[test]
+fn dropping_the_future_drops_the_attempt() {
+    struct Live(Arc<AtomicU32>);
+    impl Drop for Live {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+    let live = Arc::new(AtomicU32::new(0));
+    let l = live.clone();
+    let policy = policy(3, &[1, 1]);
+    let mut fut = Box::pin(
+        (move |_: Attempt| {
+            l.fetch_add(1, Ordering::SeqCst);
+            let guard = Live(l.clone());
+            async move {
+                let _guard = guard;
+                std::future::pending::<Result<(), ()>>().await
+            }
+        })
+        .retry(&policy)
+        .clock(VirtualClock::manual())
+        .into_future(),
+    );
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    assert!(fut.as_mut().poll(&mut cx).is_pending());
+    assert_eq!(live.load(Ordering::SeqCst), 1);
+    drop(fut);
+    assert_eq!(live.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn virtual_clock_async_executor_runs_without_a_runtime() {
+    let clock = VirtualClock::new();
+    let t0: Instant = clock.now();
+    let result = futures::executor::block_on(
+        (|a: Attempt| async move { if a.number < 3 { Err(()) } else { Ok(a.number) } })
+            .retry(policy(3, &[5, 5]))
+            .clock(clock.clone())
+            .into_future(),
+    );
+    assert_eq!(result, Ok(3));
+    assert_eq!(clock.now() - t0, secs(10));
+}
+
+/// A clock that counts how often it is read, around a virtual clock.
+#[derive(Debug, Clone, Default)]
+struct CountingClock {
+    inner: VirtualClock,
+    reads: Arc<AtomicU32>,
+}
+
+impl Clock for CountingClock {
+    fn now(&self) -> Instant {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        self.inner.now()
+    }
+    fn sleep_blocking(&self, d: Duration) {
+        self.inner.sleep_blocking(d);
+    }
+}
+
+impl crate::AsyncClock for CountingClock {
+    type Sleep = crate::clock::VirtualSleep;
+    fn sleep(&self, d: Duration) -> Self::Sleep {
+        self.inner.sleep(d)
+    }
+}
+
+/// A schedule that counts its draws.
+#[derive(Debug, Default)]
+struct CountingSchedule(AtomicU32);
+
+impl Schedule for CountingSchedule {
+    fn next_delay(&self, state: &mut ScheduleState, _: &mut Rng) -> Option<Duration> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        state.retries += 1;
+        Some(secs(1))
+    }
+}
+
+#[test]
+fn the_success_path_reads_no_clock_and_draws_nothing() {
+    let clock = CountingClock::default();
+    let policy = RetryPolicy::with_schedule(CountingSchedule::default())
+        .max_attempts(3)
+        .build()
+        .unwrap();
+    let r = (|_: Attempt| Ok::<_, ()>(1))
+        .retry_blocking(&policy)
+        .clock(clock.clone())
+        .call();
+    assert_eq!(r, Ok(1));
+    let r = futures::executor::block_on(
+        (|_: Attempt| async { Ok::<_, ()>(2) })
+            .retry(&policy)
+            .clock(clock.clone())
+            .into_future(),
+    );
+    assert_eq!(r, Ok(2));
+    assert_eq!(clock.reads.load(Ordering::SeqCst), 0, "no clock read");
+    assert_eq!(
+        policy.schedule().0.load(Ordering::SeqCst),
+        0,
+        "no delay drawn"
+    );
+
+    // One failure reads the clock and draws once.
+    let r = (|a: Attempt| if a.is_first() { Err(()) } else { Ok(3) })
+        .retry_blocking(&policy)
+        .clock(clock.clone())
+        .call();
+    assert_eq!(r, Ok(3));
+    assert!(clock.reads.load(Ordering::SeqCst) >= 1);
+    assert_eq!(policy.schedule().0.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn the_ambient_deadline_bounds_every_call_in_its_scope() {
+    let clock = VirtualClock::new();
+    let ambient = crate::Deadline::after(clock.now(), secs(25));
+    let err = crate::deadline::scope(ambient, || {
+        (|_: Attempt| Err::<(), _>("down"))
+            .retry_blocking(policy(10, &[10; 10]))
+            .clock(clock.clone())
+            .call()
+            .unwrap_err()
+    });
+    assert_eq!(err.reason(), StopReason::Deadline);
+    assert_eq!(clock.elapsed(), secs(20));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_ambient_deadline_reaches_an_async_call_and_its_attempts() {
+    use crate::deadline::WithDeadlineExt;
+    let t0 = TokioClock.now();
+    let ambient = crate::Deadline::after(t0, secs(25));
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let err = async move {
+        (move |a: Attempt| {
+            s.lock().unwrap().push(a.deadline);
+            async { Err::<(), _>("down") }
+        })
+        .retry(policy(10, &[10; 10]))
+        .await
+        .unwrap_err()
+    }
+    .with_deadline(ambient)
+    .await;
+    assert_eq!(err.reason(), StopReason::Deadline);
+    assert_eq!(TokioClock.now() - t0, secs(20));
+    assert!(seen.lock().unwrap().iter().all(|d| *d == Some(ambient)));
+}
