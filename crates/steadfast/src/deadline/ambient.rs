@@ -208,8 +208,14 @@ impl<F: Future> Future for WithDeadline<F> {
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
-        let _restore = Restore::enter(*this.deadline);
-        this.inner.poll(cx)
+        match *this.deadline {
+            // No deadline of its own: the one in force (if any) stays.
+            None => this.inner.poll(cx),
+            Some(deadline) => {
+                let _restore = Restore::enter(Some(deadline));
+                this.inner.poll(cx)
+            }
+        }
     }
 }
 
