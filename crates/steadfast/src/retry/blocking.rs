@@ -2,6 +2,7 @@ use std::future::Ready;
 use std::time::Duration;
 
 use super::{AsPolicy, Attempt, Notify, Retry, cancel_reason, conclude};
+use crate::hedge::AttemptSet;
 use crate::{CancelToken, Classify, Clock, Deadline, Decision, RetryError, StopReason};
 
 impl<F, P, K, N, C, T, E> Retry<F, P, K, N, C>
@@ -39,6 +40,7 @@ where
             let attempt = Attempt {
                 number: state.attempts().saturating_add(1),
                 deadline: attempt_deadline(state.deadline(), policy.attempt_timeout(), clock),
+                in_flight: AttemptSet::new(),
             };
             let outcome = (self.op)(attempt);
             let verdict = self.classify.classify(&outcome);

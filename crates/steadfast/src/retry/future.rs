@@ -9,6 +9,7 @@ use pin_project_lite::pin_project;
 use super::blocking::{attempt_deadline, refused};
 use super::{AsPolicy, Attempt, Notify, Retry, cancel_reason, conclude};
 use crate::cancel::Cancelled;
+use crate::hedge::AttemptSet;
 use crate::{AsyncClock, CallState, Classify, Decision, RetryError, StopReason, Verdict};
 
 pin_project! {
@@ -218,6 +219,7 @@ where
         let attempt = Attempt {
             number: self.call.attempts().saturating_add(1),
             deadline,
+            in_flight: AttemptSet::new(),
         };
         let timer = deadline.map(|d| self.clock.sleep(d.remaining(self.clock.now())));
         let fut = (self.op)(attempt);

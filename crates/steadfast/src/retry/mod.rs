@@ -50,6 +50,7 @@ pub use builder::{DefaultClock, Retry};
 pub use future::RetryFuture;
 pub use notify::{Notify, NotifyAsync, NotifyFn};
 
+use crate::hedge::AttemptSet;
 use crate::{CallState, Deadline, RetryError, RetryPolicy, Schedule, StopReason};
 
 /// What the operation knows about the attempt it is making.
@@ -62,6 +63,11 @@ pub struct Attempt {
     /// and the per-attempt timeout, if either is set. Pass it on to the
     /// callee (e.g. as a `grpc-timeout`), or stop early yourself.
     pub deadline: Option<Deadline>,
+    /// The other attempts of the same call still in flight when this one
+    /// starts: always empty for a retry (attempts run one after another), the
+    /// earlier copies still running for a [hedged](crate::hedge) call. A
+    /// caller or load balancer can use it to send this copy elsewhere.
+    pub in_flight: AttemptSet,
 }
 
 impl Attempt {
@@ -75,6 +81,7 @@ impl Attempt {
         Self {
             number,
             deadline: None,
+            in_flight: AttemptSet::new(),
         }
     }
 
