@@ -103,7 +103,10 @@ const EMPTY: u64 = u64::MAX;
 /// start to that success. When the first copy wins that is its latency; when
 /// a hedge wins it is a lower bound of the first copy's latency (which is
 /// above the delay anyway), so the share of calls slower than the current
-/// delay is preserved and the quantile stays where it should.
+/// delay is preserved and the quantile stays where it should. Starting from
+/// a fallback below the quantile, the delay climbs to it at the pace of the
+/// hedges' own latency (each refresh sees calls that ended at delay + the
+/// winning hedge's latency); from above, it drops to it at the next refresh.
 ///
 /// ```
 /// use std::time::Duration;
@@ -212,7 +215,8 @@ impl AdaptiveDelay {
         let slot = usize::try_from(i % window).unwrap_or(0);
         self.samples[slot].store(nanos(latency), Ordering::Relaxed);
         let n = i.saturating_add(1);
-        if n >= self.min_samples && (n == self.min_samples || n.is_multiple_of(self.refresh_every)) {
+        if n >= self.min_samples && (n == self.min_samples || n.is_multiple_of(self.refresh_every))
+        {
             self.refresh();
         }
     }
