@@ -25,7 +25,9 @@ impl OnFinish for () {
 /// use steadfast::HedgeStats;
 /// let mut sent = 0;
 /// let mut hook = FinishFn::new(|s: &HedgeStats| sent += s.sent);
-/// hook.on_finish(&HedgeStats { sent: 2, ..Default::default() });
+/// let mut stats = HedgeStats::default();
+/// stats.sent = 2;
+/// hook.on_finish(&stats);
 /// drop(hook);
 /// assert_eq!(sent, 2);
 /// ```

@@ -10,7 +10,9 @@ use crate::{RetryError, StopReason};
 ///
 /// ```
 /// use steadfast::{HedgeError, HedgeStats, StopReason};
-/// let stats = HedgeStats { sent: 3, failed: 3, ..Default::default() };
+/// let mut stats = HedgeStats::default();
+/// stats.sent = 3;
+/// stats.failed = 3;
 /// let err = HedgeError::new(StopReason::Exhausted, Some("unavailable"), stats).with_name("lookup");
 /// assert_eq!(
 ///     err.to_string(),
@@ -74,7 +76,9 @@ impl<E> HedgeError<E> {
     ///
     /// ```
     /// use steadfast::{HedgeError, HedgeStats, StopReason};
-    /// let err = HedgeError::<()>::new(StopReason::Deadline, None, HedgeStats { sent: 2, ..Default::default() });
+    /// let mut stats = HedgeStats::default();
+    /// stats.sent = 2;
+    /// let err = HedgeError::<()>::new(StopReason::Deadline, None, stats);
     /// assert_eq!(err.stats().sent, 2);
     /// ```
     #[must_use]

@@ -248,7 +248,8 @@ impl HedgeStats {
     /// Extra copies sent beyond the first (the hedges proper).
     ///
     /// ```
-    /// let stats = steadfast::HedgeStats { sent: 3, ..Default::default() };
+    /// let mut stats = steadfast::HedgeStats::default();
+    /// stats.sent = 3;
     /// assert_eq!(stats.hedges(), 2);
     /// ```
     #[must_use]
