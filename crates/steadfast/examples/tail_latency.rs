@@ -39,7 +39,7 @@ fn quantile_setting() -> f64 {
     std::env::var("QUANTILE")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(0.95)
+        .unwrap_or(0.9)
 }
 
 /// The fixed hedging delay in ms (override with `FIXED_MS`).
@@ -47,7 +47,7 @@ fn fixed_ms() -> u64 {
     std::env::var("FIXED_MS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(10)
+        .unwrap_or(5)
 }
 
 /// Copies per call for steadfast, counting the first (override with `ATTEMPTS`).
@@ -55,7 +55,7 @@ fn attempts() -> u32 {
     std::env::var("ATTEMPTS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(2)
+        .unwrap_or(3)
 }
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -169,6 +169,7 @@ impl tower::hedge::Policy<u64> for CloneAll {
 struct Report {
     name: String,
     p50: Duration,
+    p95: Duration,
     p99: Duration,
     p999: Duration,
     extra: f64,
@@ -216,6 +217,7 @@ where
     Report {
         name: name.to_owned(),
         p50: quantile(&latencies, 0.50),
+        p95: quantile(&latencies, 0.95),
         p99: quantile(&latencies, 0.99),
         p999: quantile(&latencies, 0.999),
         extra: (sent as f64 - REQUESTS as f64) / REQUESTS as f64,
@@ -225,6 +227,21 @@ where
 
 fn ms(d: Duration) -> String {
     format!("{:.2}", d.as_secs_f64() * 1000.0)
+}
+
+/// The median of one metric across rounds.
+fn median<T: Copy + PartialOrd>(mut values: Vec<T>) -> T {
+    values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    values[values.len() / 2]
+}
+
+/// Rounds per variant (override with `ROUNDS`); the table shows medians.
+fn rounds() -> usize {
+    std::env::var("ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3)
+        .max(1)
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -237,25 +254,13 @@ async fn main() -> Result<(), BoxError> {
         addr,
         idle: Arc::default(),
     };
-    let mut reports = Vec::new();
-
-    reports.push(
-        measure("no hedging", &received, |id| client.clone().request(id)).await,
-    );
 
     let quantile_q = quantile_setting();
     let fixed_delay = fixed_ms();
+    let copies = attempts();
     let fixed = HedgePolicy::builder(Duration::from_millis(fixed_delay))
-        .max_attempts(attempts())
+        .max_attempts(copies)
         .build()?;
-    reports.push(
-        measure(&format!("steadfast, fixed {fixed_delay} ms"), &received, |id| {
-            let client = client.clone();
-            (move |_: Attempt| client.clone().request(id)).hedge(&fixed).into_future()
-        })
-        .await,
-    );
-
     let adaptive = Arc::new(
         AdaptiveDelay::builder(Duration::from_millis(10))
             .quantile(quantile_q)
@@ -264,19 +269,8 @@ async fn main() -> Result<(), BoxError> {
             .build()?,
     );
     let adaptive_policy = HedgePolicy::builder(Arc::clone(&adaptive))
-        .max_attempts(attempts())
+        .max_attempts(copies)
         .build()?;
-    reports.push(
-        measure(&format!("steadfast, adaptive q{quantile_q}"), &received, |id| {
-            let client = client.clone();
-            (move |_: Attempt| client.clone().request(id))
-                .hedge(&adaptive_policy)
-                .into_future()
-        })
-        .await,
-    );
-    let learned = adaptive.current();
-
     let mut tower_hedge = tower::hedge::Hedge::new(
         client.clone(),
         CloneAll,
@@ -284,32 +278,83 @@ async fn main() -> Result<(), BoxError> {
         quantile_q as f32,
         Duration::from_millis(500),
     );
-    reports.push(
-        measure(&format!("tower::hedge::Hedge, q{quantile_q}"), &received, |id| {
-            let mut cx = Context::from_waker(Waker::noop());
-            // The client is always ready, so the hedge is too.
-            let ready = tower::Service::poll_ready(&mut tower_hedge, &mut cx);
-            assert!(matches!(ready, Poll::Ready(Ok(()))));
-            tower::Service::call(&mut tower_hedge, id)
+    let names = [
+        "no hedging".to_owned(),
+        format!("steadfast, fixed {fixed_delay} ms, {copies} copies"),
+        format!("steadfast, adaptive q{quantile_q}, {copies} copies"),
+        format!("tower::hedge::Hedge, q{quantile_q}"),
+    ];
+    let mut runs: Vec<Vec<Report>> = (0..names.len()).map(|_| Vec::new()).collect();
+    let mut learned = Vec::new();
+
+    // The variants take turns, round after round, so that a change in the
+    // machine's load hits them all alike.
+    for _ in 0..rounds() {
+        runs[0].push(measure(&names[0], &received, |id| client.clone().request(id)).await);
+        runs[1].push(
+            measure(&names[1], &received, |id| {
+                let client = client.clone();
+                (move |_: Attempt| client.clone().request(id))
+                    .hedge(&fixed)
+                    .into_future()
+            })
+            .await,
+        );
+        runs[2].push(
+            measure(&names[2], &received, |id| {
+                let client = client.clone();
+                (move |_: Attempt| client.clone().request(id))
+                    .hedge(&adaptive_policy)
+                    .into_future()
+            })
+            .await,
+        );
+        learned.push(adaptive.current());
+        runs[3].push(
+            measure(&names[3], &received, |id| {
+                let mut cx = Context::from_waker(Waker::noop());
+                // The client is always ready, so the hedge is too.
+                let ready = tower::Service::poll_ready(&mut tower_hedge, &mut cx);
+                assert!(matches!(ready, Poll::Ready(Ok(()))));
+                tower::Service::call(&mut tower_hedge, id)
+            })
+            .await,
+        );
+    }
+
+    let reports: Vec<Report> = runs
+        .into_iter()
+        .zip(&names)
+        .map(|(r, name)| Report {
+            name: name.clone(),
+            p50: median(r.iter().map(|x| x.p50).collect()),
+            p95: median(r.iter().map(|x| x.p95).collect()),
+            p99: median(r.iter().map(|x| x.p99).collect()),
+            p999: median(r.iter().map(|x| x.p999).collect()),
+            extra: median(r.iter().map(|x| x.extra).collect()),
+            errors: r.iter().map(|x| x.errors).sum(),
         })
-        .await,
-    );
+        .collect();
 
     println!(
-        "{REQUESTS} requests, {IN_FLIGHT} in flight, {:.0} % take {} ms, the rest {} ms",
+        "{REQUESTS} requests per variant and round, {} rounds (medians shown), {IN_FLIGHT} in flight, \
+         {:.0} % take {} ms, the rest {} ms",
+        learned.len(),
         SLOW_SHARE * 100.0,
         SLOW.as_millis(),
         FAST.as_millis()
     );
-    println!("adaptive delay learned: {} ms", ms(learned));
+    let learned: Vec<String> = learned.into_iter().map(ms).collect();
+    println!("adaptive delay after each round: {} ms", learned.join(", "));
     println!();
-    println!("| variant | p50 (ms) | p99 (ms) | p99.9 (ms) | extra requests | errors |");
-    println!("|---|---:|---:|---:|---:|---:|");
+    println!("| variant | p50 (ms) | p95 (ms) | p99 (ms) | p99.9 (ms) | extra requests | errors |");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
     for r in &reports {
         println!(
-            "| {} | {} | {} | {} | {:.2} % | {} |",
+            "| {} | {} | {} | {} | {} | {:.2} % | {} |",
             r.name,
             ms(r.p50),
+            ms(r.p95),
             ms(r.p99),
             ms(r.p999),
             r.extra * 100.0,

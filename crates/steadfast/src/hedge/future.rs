@@ -130,29 +130,8 @@ where
             {
                 return Poll::Ready(this.stop_cancelled());
             }
-            // 1. Send every copy that is due.
-            let wake = loop {
-                match Borrow::<HedgePolicy>::borrow(&*this.policy).send_due(this.state, this.clock)
-                {
-                    HedgeAction::Send(attempt) => {
-                        let fut = (this.op)(attempt);
-                        if attempt.number == 1 {
-                            this.first.set(Some(fut));
-                        } else {
-                            this.hedges
-                                .get_or_insert_with(FuturesUnordered::new)
-                                .push(Tagged {
-                                    number: attempt.number,
-                                    fut,
-                                });
-                        }
-                    }
-                    HedgeAction::WaitUntil(t) => break Some(t),
-                    HedgeAction::WaitForOutcome => break None,
-                    HedgeAction::Stop(reason) => return Poll::Ready(this.finish(reason)),
-                }
-            };
-            // 2. Poll the copies; handle one outcome at a time.
+            // 1. Poll the copies first: a reply that is already there makes
+            //    a due hedge unnecessary. Handle one outcome at a time.
             let mut outcome = None;
             if let Some(fut) = this.first.as_mut().as_pin_mut()
                 && let Poll::Ready(out) = fut.poll(cx)
@@ -181,6 +160,33 @@ where
                         return Poll::Ready(this.finish(reason));
                     }
                 }
+                continue;
+            }
+            // 2. Send every copy that is due, then poll the new ones.
+            let mut sent_any = false;
+            let wake = loop {
+                match Borrow::<HedgePolicy>::borrow(&*this.policy).send_due(this.state, this.clock)
+                {
+                    HedgeAction::Send(attempt) => {
+                        sent_any = true;
+                        let fut = (this.op)(attempt);
+                        if attempt.number == 1 {
+                            this.first.set(Some(fut));
+                        } else {
+                            this.hedges
+                                .get_or_insert_with(FuturesUnordered::new)
+                                .push(Tagged {
+                                    number: attempt.number,
+                                    fut,
+                                });
+                        }
+                    }
+                    HedgeAction::WaitUntil(t) => break Some(t),
+                    HedgeAction::WaitForOutcome => break None,
+                    HedgeAction::Stop(reason) => return Poll::Ready(this.finish(reason)),
+                }
+            };
+            if sent_any {
                 continue;
             }
             // 3. Wait for the next copy or the deadline.
