@@ -89,8 +89,12 @@
 //!
 //! When the first copy succeeds before the hedging delay, a call reads the
 //! clock a few times, arms **one timer** (only if the first poll of the copy
-//! is pending) and **allocates nothing**: the first copy's future lives
-//! inline in the [`HedgeFuture`], and the per-call state is a plain value.
+//! is pending; whatever the clock's sleep costs, e.g. a tokio timer entry)
+//! and **allocates nothing of its own**: the first copy's future lives inline
+//! in the [`HedgeFuture`], and the per-call state is a plain value (no
+//! `FuturesUnordered` is made, no task, no `Arc`). A copy whose reply is
+//! already there when its hedge falls due is handled first, so no needless
+//! hedge is made.
 //! Sending a hedge allocates the `FuturesUnordered` once per call (its ready
 //! queue) and one task node per hedged copy; re-arming the timer for the
 //! next copy makes a new sleep. An [`AdaptiveDelay`] costs one atomic load

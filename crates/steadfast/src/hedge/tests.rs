@@ -782,3 +782,17 @@ proptest! {
         prop_assert_eq!(sent.len().saturating_sub(1) as u32, budget.granted.load(Ordering::SeqCst));
     }
 }
+
+#[test]
+fn a_hedged_call_is_send_when_its_parts_are() {
+    fn assert_send<T: Send>(_: &T) {}
+    let policy = Arc::new(policy(3, 10));
+    let fut = (|a: Attempt| async move {
+        tokio::time::sleep(ms(1)).await;
+        Ok::<_, std::io::Error>(a.number)
+    })
+    .hedge(Arc::clone(&policy))
+    .cancel_on(CancelToken::new())
+    .into_future();
+    assert_send(&fut);
+}
