@@ -28,6 +28,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 const REQUESTS: usize = 10_000;
 const WARMUP: usize = 2_000;
+const WARMUP_TIME: Duration = Duration::from_millis(1500);
 const IN_FLIGHT: usize = 50;
 const SLOW_SHARE: f64 = 0.02;
 const FAST: Duration = Duration::from_millis(1);
@@ -208,8 +209,14 @@ where
     F: FnMut(u64) -> Fut,
     Fut: Future<Output = Result<u64, E>>,
 {
-    // Warm up (and let adaptive delays learn), then measure.
-    let _ = run(WARMUP, 0, &mut call).await;
+    // Warm up (and let adaptive delays learn) for at least WARMUP requests
+    // and WARMUP_TIME, so that tower's per-period histogram is full too.
+    let warm = Instant::now();
+    let mut warmed = 0;
+    while warmed < WARMUP || warm.elapsed() < WARMUP_TIME {
+        let _ = run(WARMUP, 0, &mut call).await;
+        warmed += WARMUP;
+    }
     let before = received.load(Ordering::Relaxed);
     let (mut latencies, errors) = run(REQUESTS, 1_000_000, &mut call).await;
     let sent = received.load(Ordering::Relaxed) - before;
