@@ -190,6 +190,10 @@ where
                 continue;
             }
             // 3. Wait for the next copy or the deadline.
+            if wake.is_none() && this.timer_at.is_some() {
+                this.timer.set(None);
+                *this.timer_at = None;
+            }
             if let Some(at) = wake {
                 if *this.timer_at != Some(at) {
                     let now = this.clock.now();

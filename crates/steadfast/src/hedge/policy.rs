@@ -101,8 +101,8 @@ pub enum HedgeDecision {
     Stop(StopReason),
 }
 
-/// The per-call state a [`HedgePolicy`] advances: plain data (about 100
-/// bytes, no allocation), made when a call starts.
+/// The per-call state a [`HedgePolicy`] advances: plain data (a few
+/// instants and counters, no allocation), made when a call starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HedgeState {
     started: Instant,
