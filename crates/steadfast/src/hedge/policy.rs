@@ -181,6 +181,29 @@ impl HedgeState {
         self.winner
     }
 
+    /// Sends no more copies; those in flight go on. For drivers that learn
+    /// more than a [`Verdict`] says: gRPC pushback saying "do not retry"
+    /// (A6: no further hedges, outstanding ones continue), or a call that
+    /// commits to one copy. A later [`HedgePolicy::send_due`] stops the call
+    /// once nothing is in flight.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::clock::VirtualClock;
+    /// use steadfast::{HedgeAction, HedgePolicy};
+    /// let policy = HedgePolicy::builder(Duration::from_millis(5)).max_attempts(3).build()?;
+    /// let clock = VirtualClock::manual();
+    /// let mut call = policy.start(&clock, None);
+    /// let _first = policy.send_due(&mut call, &clock);
+    /// call.stop_sending();
+    /// assert_eq!(call.next_copy_at(), None);
+    /// assert_eq!(policy.send_due(&mut call, &clock), HedgeAction::WaitForOutcome);
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
+    pub fn stop_sending(&mut self) {
+        self.next_due = None;
+    }
+
     /// The call's telemetry at `now`: copies still in flight count as
     /// cancelled (an executor drops them when the call ends).
     #[must_use]
