@@ -122,13 +122,16 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
         assert!(!*this.done, "HedgeFuture polled after it completed");
+        // One clock read per poll (and one more after a timer fires): the
+        // work in between is synchronous.
+        let mut now = this.clock.now();
         loop {
             if this
                 .cancel
                 .as_ref()
                 .is_some_and(|c| c.token().is_cancelled())
             {
-                return Poll::Ready(this.stop_cancelled());
+                return Poll::Ready(this.stop_cancelled(now));
             }
             // 1. Poll the copies first: a reply that is already there makes
             //    a due hedge unnecessary. Handle one outcome at a time.
@@ -148,16 +151,16 @@ where
             if let Some((number, out)) = outcome {
                 let verdict = this.classify.classify(&out);
                 match Borrow::<HedgePolicy>::borrow(&*this.policy)
-                    .on_outcome(this.state, number, verdict, this.clock)
+                    .on_outcome_at(this.state, number, verdict, now)
                 {
                     HedgeDecision::Continue => *this.last = Some(out),
                     HedgeDecision::Succeed => {
                         *this.last = Some(out);
-                        return Poll::Ready(this.finish(StopReason::Permanent));
+                        return Poll::Ready(this.finish(StopReason::Permanent, now));
                     }
                     HedgeDecision::Stop(reason) => {
                         *this.last = Some(out);
-                        return Poll::Ready(this.finish(reason));
+                        return Poll::Ready(this.finish(reason, now));
                     }
                 }
                 continue;
@@ -165,8 +168,7 @@ where
             // 2. Send every copy that is due, then poll the new ones.
             let mut sent_any = false;
             let wake = loop {
-                match Borrow::<HedgePolicy>::borrow(&*this.policy).send_due(this.state, this.clock)
-                {
+                match Borrow::<HedgePolicy>::borrow(&*this.policy).send_due_at(this.state, now) {
                     HedgeAction::Send(attempt) => {
                         sent_any = true;
                         let fut = (this.op)(attempt);
@@ -183,7 +185,7 @@ where
                     }
                     HedgeAction::WaitUntil(t) => break Some(t),
                     HedgeAction::WaitForOutcome => break None,
-                    HedgeAction::Stop(reason) => return Poll::Ready(this.finish(reason)),
+                    HedgeAction::Stop(reason) => return Poll::Ready(this.finish(reason, now)),
                 }
             };
             if sent_any {
@@ -196,7 +198,6 @@ where
             }
             if let Some(at) = wake {
                 if *this.timer_at != Some(at) {
-                    let now = this.clock.now();
                     this.timer
                         .set(Some(this.clock.sleep(at.saturating_duration_since(now))));
                     *this.timer_at = Some(at);
@@ -206,6 +207,7 @@ where
                 {
                     this.timer.set(None);
                     *this.timer_at = None;
+                    now = this.clock.now();
                     continue;
                 }
             }
@@ -214,7 +216,7 @@ where
             if let Some(cancel) = this.cancel.as_mut()
                 && Pin::new(cancel).poll(cx).is_ready()
             {
-                return Poll::Ready(this.stop_cancelled());
+                return Poll::Ready(this.stop_cancelled(now));
             }
             return Poll::Pending;
         }
@@ -227,20 +229,19 @@ where
     C: AsyncClock,
     H: OnFinish,
 {
-    fn stop_cancelled(&mut self) -> Result<T, HedgeError<E>> {
-        let now = self.clock.now();
+    fn stop_cancelled(&mut self, now: Instant) -> Result<T, HedgeError<E>> {
         let reason = match self.state.deadline() {
             Some(d) if d.is_expired(now) => StopReason::Deadline,
             _ => StopReason::Cancelled,
         };
-        self.finish(reason)
+        self.finish(reason, now)
     }
 
     /// Ends the call: counts and drops every copy still in flight, reports,
     /// and turns the last outcome into the result. `reason` is used only
     /// when the call did not succeed.
-    fn finish(&mut self, reason: StopReason) -> Result<T, HedgeError<E>> {
-        let stats = self.state.stats(self.clock.now());
+    fn finish(&mut self, reason: StopReason, now: Instant) -> Result<T, HedgeError<E>> {
+        let stats = self.state.stats(now);
         self.first.set(None);
         *self.hedges = None;
         self.timer.set(None);

@@ -477,7 +477,26 @@ impl HedgePolicy {
     /// # Ok::<(), steadfast::ConfigError>(())
     /// ```
     pub fn send_due<C: Clock>(&self, state: &mut HedgeState, clock: &C) -> HedgeAction {
-        let now = clock.now();
+        self.send_due_at(state, clock.now())
+    }
+
+    /// [`send_due`](Self::send_due) at a given instant, for drivers that
+    /// keep their own time (a simulator) or read the clock once per step
+    /// (the executor).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::clock::{Clock, VirtualClock};
+    /// use steadfast::{HedgeAction, HedgePolicy};
+    /// let policy = HedgePolicy::builder(Duration::from_millis(100)).build()?;
+    /// let clock = VirtualClock::manual();
+    /// let t0 = clock.now();
+    /// let mut call = policy.start(&clock, None);
+    /// assert!(matches!(policy.send_due_at(&mut call, t0), HedgeAction::Send(_)));
+    /// assert!(matches!(policy.send_due_at(&mut call, t0 + Duration::from_millis(100)), HedgeAction::Send(a) if a.number == 2));
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
+    pub fn send_due_at(&self, state: &mut HedgeState, now: Instant) -> HedgeAction {
         if state.winner.is_some() {
             return HedgeAction::WaitForOutcome;
         }
@@ -585,6 +604,35 @@ impl HedgePolicy {
         verdict: Verdict,
         clock: &C,
     ) -> HedgeDecision {
+        let needs_time = !matches!(verdict, Verdict::Success | Verdict::Stop)
+            || matches!(self.delay, HedgeDelay::Adaptive(_));
+        if needs_time {
+            self.on_outcome_at(state, number, verdict, clock.now())
+        } else {
+            self.on_outcome_at(state, number, verdict, state.started)
+        }
+    }
+
+    /// [`on_outcome`](Self::on_outcome) at a given instant.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::clock::{Clock, VirtualClock};
+    /// use steadfast::{HedgeDecision, HedgePolicy, Verdict};
+    /// let policy = HedgePolicy::builder(Duration::from_millis(100)).build()?;
+    /// let clock = VirtualClock::manual();
+    /// let mut call = policy.start(&clock, None);
+    /// let _ = policy.send_due_at(&mut call, clock.now());
+    /// assert_eq!(policy.on_outcome_at(&mut call, 1, Verdict::Success, clock.now()), HedgeDecision::Succeed);
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
+    pub fn on_outcome_at(
+        &self,
+        state: &mut HedgeState,
+        number: u32,
+        verdict: Verdict,
+        now: Instant,
+    ) -> HedgeDecision {
         if state.winner.is_some() || !state.in_flight.remove(number) {
             return HedgeDecision::Continue;
         }
@@ -596,7 +644,7 @@ impl HedgePolicy {
                     control.record(Outcome::Success);
                 }
                 if let HedgeDelay::Adaptive(a) = &self.delay {
-                    a.record(state.elapsed(clock.now()));
+                    a.record(state.elapsed(now));
                 }
                 return HedgeDecision::Succeed;
             }
@@ -611,7 +659,6 @@ impl HedgePolicy {
         if let Some(control) = &self.control {
             control.record(Outcome::RetryableFailure);
         }
-        let now = clock.now();
         if let Some(d) = hint {
             let until = now.checked_add(d).unwrap_or(now);
             state.hold_until = Some(state.hold_until.map_or(until, |h| h.max(until)));
