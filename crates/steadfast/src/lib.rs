@@ -21,7 +21,7 @@ pub mod policy;
 pub mod retry;
 mod rng;
 
-pub use backoff::{Schedule, ScheduleState};
+pub use backoff::{Backoff, GrpcConnectionBackoff, Jitter, Schedule, ScheduleState};
 pub use cancel::CancelToken;
 pub use classify::{AnyError, Classify, ClassifyFn, Verdict, When};
 pub use clock::{AsyncClock, Clock};
@@ -35,3 +35,8 @@ pub use hedge::{
 pub use policy::{CallState, Decision, RetryPolicy, RetryPolicyBuilder, StopReason};
 pub use retry::{Attempt, BlockingRetryable, Retryable};
 pub use rng::Rng;
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

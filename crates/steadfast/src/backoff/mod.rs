@@ -3,17 +3,102 @@
 //! A schedule is a pure value: given the per-call [`ScheduleState`] and a
 //! random source it gives the next delay. It holds no clock and does no I/O,
 //! so it is cheap to clone, trivially testable and deterministic under a seed.
+//!
+//! - [`Backoff`]: the built-in schedules as one `Copy` value — constant,
+//!   linear, exponential, shift-exponential, Fibonacci, decorrelated jitter
+//!   (AWS and Polly V2), grpc-go, and gRFC A6 (current and legacy) — each
+//!   made by a [`BackoffBuilder`] with documented defaults, plus the limits
+//!   every schedule shares (`max_attempts` counting the first attempt,
+//!   `max_delay`, `min_delay`, `max_total_delay`) and an optional seed.
+//! - [`Jitter`]: none, proportional (±f), full, or equal — a separate choice.
+//! - [`Delays`]: any schedule as an `Iterator<Item = Duration>`.
+//! - [`GrpcConnectionBackoff`] / [`ConnectionBackoff`]: gRPC's connection
+//!   backoff, with the connect deadline of each attempt.
+//!
+//! The files follow the curves: `constant.rs`, `linear.rs`, `exponential.rs`,
+//! `shift.rs`, `fibonacci.rs`, `decorrelated.rs`, `grpc_go.rs`, `a6.rs`,
+//! `grpc_connection.rs`; the value, its builder and the shared pipeline are in
+//! `builder.rs`, jitter in `jitter.rs`, the iterator in `delays.rs`.
+//!
+//! # Cost
+//!
+//! `next_delay` keeps the unjittered envelope in the state (as `f64`
+//! nanoseconds) and multiplies it once per step: no `powf`, no
+//! `Duration::from_secs_f64`, no lock, no allocation; one random draw per
+//! jittered delay. Every conversion saturates: any step up to `u32::MAX`
+//! gives a valid delay, at most `u64::MAX` nanoseconds.
+//!
+//! ```
+//! use std::time::Duration;
+//! use steadfast::{Backoff, Jitter, Rng, Schedule, ScheduleState};
+//!
+//! let backoff = Backoff::exponential()
+//!     .initial(Duration::from_millis(100))
+//!     .max_delay(Duration::from_secs(5))
+//!     .jitter(Jitter::Full)
+//!     .max_attempts(4)
+//!     .build()?;
+//! // What an executor does, once a call has failed:
+//! let mut state = ScheduleState::new();
+//! let mut rng = Rng::seeded_or_entropy(backoff.seed());
+//! while let Some(delay) = backoff.next_delay(&mut state, &mut rng) {
+//!     assert!(delay <= Duration::from_secs(5));
+//! }
+//! assert_eq!(state.retries, 3);
+//! # Ok::<(), steadfast::ConfigError>(())
+//! ```
 
 use std::fmt;
 use std::time::Duration;
 
 use crate::Rng;
 
+mod a6;
+mod builder;
+mod constant;
+mod decorrelated;
+mod delays;
+mod exponential;
+mod fibonacci;
+mod grpc_connection;
+mod grpc_go;
+mod jitter;
+mod linear;
+mod shift;
+
+pub use builder::{Backoff, BackoffBuilder};
+pub use delays::Delays;
+pub use grpc_connection::{
+    ConnectAttempt, ConnectionBackoff, GrpcConnectionBackoff, GrpcConnectionBackoffBuilder,
+};
+pub use jitter::Jitter;
+
 /// A backoff schedule: the source of the delay before each retry.
 ///
 /// Implement it to plug a custom schedule into a
 /// [`RetryPolicy`](crate::RetryPolicy); the built-in [`Backoff`] covers
 /// the common and the specified curves.
+///
+/// ```
+/// use std::time::Duration;
+/// use steadfast::{Rng, Schedule, ScheduleState};
+///
+/// /// Waits 10 ms, then 20 ms, then gives up.
+/// #[derive(Debug)]
+/// struct Twice;
+/// impl Schedule for Twice {
+///     fn next_delay(&self, state: &mut ScheduleState, _rng: &mut Rng) -> Option<Duration> {
+///         let d = [10, 20].get(state.retries as usize).map(|ms| Duration::from_millis(*ms))?;
+///         state.retries += 1;
+///         state.step += 1;
+///         state.prev = d;
+///         state.total += d;
+///         Some(d)
+///     }
+/// }
+/// let delays: Vec<_> = steadfast::backoff::Delays::new(Twice, Rng::with_seed(0)).collect();
+/// assert_eq!(delays, [Duration::from_millis(10), Duration::from_millis(20)]);
+/// ```
 pub trait Schedule: fmt::Debug + Send + Sync {
     /// The delay before the next retry, advancing `state`; `None` when the
     /// schedule's own limits (attempts, total delay) are used up.
@@ -46,7 +131,26 @@ impl<S: Schedule + ?Sized> Schedule for std::sync::Arc<S> {
 
 /// The per-call progress through a schedule: made fresh (on the stack) for
 /// each call, and only once a call has failed.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+///
+/// The public fields are what an executor reads (and what a simulator may
+/// set to jump ahead); the private part is curve-specific memory that makes
+/// the next step cheap (the unjittered envelope of a multiplicative curve,
+/// the two last terms of a Fibonacci one, the internal term of decorrelated
+/// jitter V2). A state whose `step` was set by hand has no such memory: the
+/// schedules then compute the step from its closed form instead, so any
+/// `step` up to `u32::MAX` gives a valid delay.
+///
+/// ```
+/// use steadfast::{Backoff, Rng, Schedule, ScheduleState};
+/// let backoff = Backoff::exponential().jitter(steadfast::Jitter::None).build()?;
+/// let mut state = ScheduleState::new();
+/// let mut rng = Rng::with_seed(1);
+/// let first = backoff.next_delay(&mut state, &mut rng);
+/// assert_eq!(first, Some(std::time::Duration::from_millis(100)));
+/// assert_eq!((state.retries, state.step, state.prev), (1, 1, first.unwrap()));
+/// # Ok::<(), steadfast::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ScheduleState {
     /// Delays handed out so far (the retries scheduled); never reset.
     pub retries: u32,
@@ -57,13 +161,26 @@ pub struct ScheduleState {
     pub prev: Duration,
     /// The sum of the delays handed out (saturating).
     pub total: Duration,
-    /// Curve-specific memory (for example the unjittered envelope of a
-    /// multiplicative curve, or the internal term of decorrelated jitter V2).
-    pub aux: f64,
+    /// Curve memory in nanoseconds (the last unjittered envelope, the last
+    /// decorrelated sleep, the V2 term); negative when unknown.
+    pub(crate) mem: f64,
+    /// Second curve memory (the previous Fibonacci term); negative when unknown.
+    pub(crate) mem2: f64,
+}
+
+impl Default for ScheduleState {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl ScheduleState {
     /// The state of a call that has not retried yet.
+    ///
+    /// ```
+    /// let state = steadfast::ScheduleState::new();
+    /// assert_eq!((state.retries, state.step, state.total), (0, 0, std::time::Duration::ZERO));
+    /// ```
     #[must_use]
     pub const fn new() -> Self {
         Self {
@@ -71,15 +188,49 @@ impl ScheduleState {
             step: 0,
             prev: Duration::ZERO,
             total: Duration::ZERO,
-            aux: 0.0,
+            mem: -1.0,
+            mem2: -1.0,
         }
+    }
+
+    /// A state positioned as if `step` delays had been handed out (for
+    /// simulations, tests, and stateless use): `retries` and `step` are both
+    /// `step`, the total and the previous delay are zero, and the curve
+    /// memory is unknown, so the next delay comes from the closed form.
+    ///
+    /// ```
+    /// use steadfast::{Backoff, Jitter, Rng, Schedule, ScheduleState};
+    /// let b = Backoff::exponential().jitter(Jitter::None).max_delay(std::time::Duration::from_secs(60)).build()?;
+    /// let mut state = ScheduleState::at_step(u32::MAX - 1);
+    /// assert_eq!(b.next_delay(&mut state, &mut Rng::with_seed(0)), Some(std::time::Duration::from_secs(60)));
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub const fn at_step(step: u32) -> Self {
+        let mut state = Self::new();
+        state.retries = step;
+        state.step = step;
+        state
     }
 
     /// Starts the curve over (after a server hint, or a connection accepted),
     /// keeping the count of retries and the total delay.
+    ///
+    /// ```
+    /// use steadfast::{Backoff, Jitter, Rng, Schedule, ScheduleState};
+    /// let b = Backoff::exponential().jitter(Jitter::None).build()?;
+    /// let (mut state, mut rng) = (ScheduleState::new(), Rng::with_seed(0));
+    /// b.next_delay(&mut state, &mut rng);
+    /// b.next_delay(&mut state, &mut rng);
+    /// state.reset_curve();
+    /// assert_eq!(b.next_delay(&mut state, &mut rng), Some(std::time::Duration::from_millis(100)));
+    /// assert_eq!(state.retries, 3);
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
     pub fn reset_curve(&mut self) {
         self.step = 0;
         self.prev = Duration::ZERO;
-        self.aux = 0.0;
+        self.mem = -1.0;
+        self.mem2 = -1.0;
     }
 }

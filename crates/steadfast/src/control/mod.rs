@@ -1,14 +1,82 @@
 //! Adaptive retry control: shared objects that decide whether a retry (or a
 //! hedge, or even a first attempt) may happen at all.
 //!
-//! A policy still owns delays and attempt counts; a control only says yes or
-//! no, from what it has seen of recent outcomes across every call that shares
-//! it. Controls live behind an `Arc` and are lock-free.
+//! Retries help against a blip and hurt during an outage: if every client
+//! retries three times, a struggling server sees three times its load just
+//! when it can least take it. A control watches the outcomes of every call
+//! that shares it and, when things look bad, refuses retries (and hedges) as
+//! a group. A policy still owns delays and attempt counts; a control only
+//! says yes or no.
+//!
+//! | control | rule | source |
+//! |---|---|---|
+//! | [`FailureWindow`] | refuse while more than `threshold` of the last `8·n` attempts failed | ring of bits |
+//! | [`TokenBucket`] | tokens: failure −1, success +ratio; refuse while tokens ≤ max/2 | gRFC A6 retry throttling |
+//! | [`RetryBudget`] | retries ≤ percent of recent calls + a minimum per second | Finagle `RetryBudget` |
+//! | [`AdaptiveThrottle`] | reject locally with probability `max(0, (req − K·acc) / (req + 1))` | Google SRE book, "Handling Overload" |
+//! | [`AllOf`] | every member must allow; refunds the members that had already said yes | steadfast |
+//!
+//! Every control lives behind an `Arc`, is lock-free (atomic words only; no
+//! mutex on any path), exposes a typed `snapshot()` for telemetry, emits a
+//! `tracing` event at `info` level when it starts refusing and when it
+//! recovers, and names itself in the [`Refusal`] it returns.
+//!
+//! The retry engine, the hedger, the tower layer and the gRPC layer all take
+//! an `Arc<dyn RetryControl>`; give the *same* object to the retry policy and
+//! the hedging policy so hedges cannot bypass retry control:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use steadfast::control::{AllOf, RetryBudget, RetryControl, TokenBucket};
+//!
+//! # fn main() -> Result<(), steadfast::ConfigError> {
+//! let shared: Arc<dyn RetryControl> = Arc::new(AllOf::new(vec![
+//!     Arc::new(TokenBucket::builder().max_tokens(10).token_ratio(0.1).build()?),
+//!     Arc::new(RetryBudget::builder().percent(10.0).build()?),
+//! ]));
+//! let for_retries = Arc::clone(&shared);
+//! let for_hedges = Arc::clone(&shared);
+//! assert!(for_retries.admit().is_ok());
+//! assert!(for_hedges.allow_retry().is_ok());
+//! # Ok(()) }
+//! ```
+//!
+//! ## Model checking
+//!
+//! The atomics come from a small shim that switches to `loom`'s under
+//! `--cfg loom`; the model tests (no lost update, no torn read, no overdraw
+//! under two or three threads) run with:
+//!
+//! ```text
+//! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+//!     cargo test -p steadfast --release --lib control::
+//! ```
+
+mod adaptive_throttle;
+mod all_of;
+mod budget;
+mod failure_window;
+mod slots;
+pub(crate) mod sync;
+mod token_bucket;
 
 use std::fmt;
 use std::sync::Arc;
 
+pub use adaptive_throttle::{AdaptiveThrottle, AdaptiveThrottleBuilder, AdaptiveThrottleSnapshot};
+pub use all_of::{AllOf, AllOfSnapshot};
+pub use budget::{RetryBudget, RetryBudgetBuilder, RetryBudgetSnapshot};
+pub use failure_window::{FailureWindow, FailureWindowBuilder, FailureWindowSnapshot};
+pub use token_bucket::{TokenBucket, TokenBucketBuilder, TokenBucketSnapshot};
+
+use sync::{AtomicBool, Ordering};
+
 /// What happened to one attempt, as a control sees it.
+///
+/// ```
+/// use steadfast::control::Outcome;
+/// assert_ne!(Outcome::Success, Outcome::RetryableFailure);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Outcome {
     /// The attempt succeeded (or failed in a way that says the server is
@@ -20,6 +88,12 @@ pub enum Outcome {
 }
 
 /// Why a control refused.
+///
+/// ```
+/// use steadfast::control::Refusal;
+/// let refusal = Refusal { by: "token bucket" };
+/// assert_eq!(refusal.to_string(), "refused by token bucket");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Refusal {
     /// Which control refused (for example `"token bucket"`).
@@ -34,6 +108,21 @@ impl fmt::Display for Refusal {
 
 impl std::error::Error for Refusal {}
 
+/// A permission a control gave and may take back: see
+/// [`RetryControl::refund`].
+///
+/// ```
+/// use steadfast::control::Grant;
+/// assert_ne!(Grant::Admit, Grant::Retry);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Grant {
+    /// An `Ok` from [`RetryControl::admit`].
+    Admit,
+    /// An `Ok` from [`RetryControl::allow_retry`].
+    Retry,
+}
+
 /// A shared decider of whether a call may go (again).
 ///
 /// Executors call, in order: [`admit`](Self::admit) before a call's first
@@ -41,7 +130,39 @@ impl std::error::Error for Refusal {}
 /// (successes and retryable failures; a permanent error is reported as a
 /// [`Outcome::Success`] only by controls that choose to), and
 /// [`allow_retry`](Self::allow_retry) before every retry or hedge.
+///
+/// ```
+/// use steadfast::control::{Outcome, Refusal, RetryControl};
+///
+/// /// Allows retries only while the last attempt succeeded.
+/// #[derive(Debug, Default)]
+/// struct LastOutcome(std::sync::atomic::AtomicBool);
+///
+/// impl RetryControl for LastOutcome {
+///     fn record(&self, outcome: Outcome) {
+///         let failed = outcome == Outcome::RetryableFailure;
+///         self.0.store(failed, std::sync::atomic::Ordering::Relaxed);
+///     }
+///     fn allow_retry(&self) -> Result<(), Refusal> {
+///         if self.0.load(std::sync::atomic::Ordering::Relaxed) {
+///             Err(Refusal { by: "last outcome" })
+///         } else {
+///             Ok(())
+///         }
+///     }
+/// }
+///
+/// let control = LastOutcome::default();
+/// control.record(Outcome::RetryableFailure);
+/// assert_eq!(control.allow_retry(), Err(Refusal { by: "last outcome" }));
+/// ```
 pub trait RetryControl: fmt::Debug + Send + Sync {
+    /// The name this control gives in its [`Refusal`]s and telemetry (for
+    /// example `"token bucket"`).
+    fn name(&self) -> &'static str {
+        "retry control"
+    }
+
     /// May a new call start? Only client-side throttling refuses first
     /// attempts; the default admits every call.
     fn admit(&self) -> Result<(), Refusal> {
@@ -54,9 +175,21 @@ pub trait RetryControl: fmt::Debug + Send + Sync {
     /// May one more attempt (a retry or a hedge) be sent now? A `Ok` may
     /// consume budget.
     fn allow_retry(&self) -> Result<(), Refusal>;
+
+    /// Takes back one permission this control granted when the attempt it
+    /// allowed will not be sent after all (another control refused it, or
+    /// the executor gave up for its own reason). Controls whose `Ok` costs
+    /// nothing ignore it (the default); a [`RetryBudget`] gives the deposit
+    /// or the withdrawal back. Call it at most once per `Ok`.
+    fn refund(&self, grant: Grant) {
+        let _ = grant;
+    }
 }
 
 impl<C: RetryControl + ?Sized> RetryControl for Arc<C> {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
     fn admit(&self) -> Result<(), Refusal> {
         (**self).admit()
     }
@@ -65,5 +198,239 @@ impl<C: RetryControl + ?Sized> RetryControl for Arc<C> {
     }
     fn allow_retry(&self) -> Result<(), Refusal> {
         (**self).allow_retry()
+    }
+    fn refund(&self, grant: Grant) {
+        (**self).refund(grant);
+    }
+}
+
+/// Race-safe detection of the "started refusing" / "recovered" transitions
+/// of controls whose state is only known at decision time: a flag flipped
+/// with `swap`, so exactly one of several racing threads reports each flip.
+#[derive(Debug)]
+pub(crate) struct RefusingFlag {
+    refusing: AtomicBool,
+}
+
+impl RefusingFlag {
+    pub(crate) fn new() -> Self {
+        Self {
+            refusing: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether the last decision was a refusal.
+    pub(crate) fn get(&self) -> bool {
+        self.refusing.load(Ordering::Relaxed)
+    }
+
+    /// Notes a decision; returns `Some(now_refusing)` when this call flipped
+    /// the flag (and so must report the transition).
+    #[inline]
+    pub(crate) fn note(&self, refused: bool) -> Option<bool> {
+        // A plain load first keeps the common case (no change) read-only.
+        if self.refusing.load(Ordering::Relaxed) == refused {
+            return None;
+        }
+        (self.refusing.swap(refused, Ordering::AcqRel) != refused).then_some(refused)
+    }
+}
+
+/// Emits the transition events every control shares.
+pub(crate) fn report_transition(control: &'static str, now_refusing: bool, state: &dyn fmt::Debug) {
+    if now_refusing {
+        tracing::info!(control, state = ?state, "retry control started refusing");
+    } else {
+        tracing::info!(control, state = ?state, "retry control recovered");
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+#[allow(clippy::float_cmp)] // the compared values are exact by construction
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+    use tracing::field::{Field, Visit};
+    use tracing::span::{Attributes, Id, Record};
+    use tracing::{Event, Metadata, Subscriber};
+
+    /// Collects the messages of the events emitted under it.
+    #[derive(Default)]
+    struct Collect(Mutex<Vec<String>>);
+
+    struct Message<'a>(&'a mut String);
+
+    impl Visit for Message<'_> {
+        fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+            if field.name() == "message" {
+                *self.0 = format!("{value:?}");
+            }
+        }
+    }
+
+    impl Subscriber for &'static Collect {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &Attributes<'_>) -> Id {
+            Id::from_u64(1)
+        }
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, event: &Event<'_>) {
+            let mut message = String::new();
+            event.record(&mut Message(&mut message));
+            self.0.lock().expect("not poisoned").push(message);
+        }
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
+    }
+
+    fn events_of(f: impl FnOnce()) -> Vec<String> {
+        let collect: &'static Collect = Box::leak(Box::default());
+        tracing::subscriber::with_default(collect, f);
+        collect.0.lock().expect("not poisoned").clone()
+    }
+
+    #[test]
+    fn each_transition_is_reported_once() {
+        let events = events_of(|| {
+            let bucket = TokenBucket::builder().max_tokens(4).build().unwrap();
+            for _ in 0..4 {
+                bucket.record(Outcome::RetryableFailure); // crosses at 2 tokens
+            }
+            for _ in 0..30 {
+                bucket.record(Outcome::Success); // recovers above 2
+            }
+            let window = FailureWindow::builder()
+                .bytes(1)
+                .threshold(1)
+                .build()
+                .unwrap();
+            for _ in 0..16 {
+                window.record(Outcome::RetryableFailure);
+            }
+            for _ in 0..8 {
+                window.record(Outcome::Success);
+            }
+        });
+        assert_eq!(
+            events,
+            [
+                "retry control started refusing",
+                "retry control recovered",
+                "retry control started refusing",
+                "retry control recovered",
+            ]
+        );
+    }
+
+    #[test]
+    fn decision_time_transitions_are_reported_once() {
+        let events = events_of(|| {
+            let budget = RetryBudget::builder().min_per_sec(1).build().unwrap();
+            // 10 retries in reserve, then refusals, and no event per refusal.
+            for _ in 0..20 {
+                let _ = budget.allow_retry();
+            }
+            budget.refund(Grant::Retry);
+            assert!(budget.allow_retry().is_ok());
+        });
+        assert_eq!(
+            events,
+            ["retry control started refusing", "retry control recovered"]
+        );
+    }
+
+    #[test]
+    fn racing_flag_flips_are_reported_by_one_thread() {
+        let flag = Arc::new(RefusingFlag::new());
+        let flips: usize = (0..4)
+            .map(|_| {
+                let flag = Arc::clone(&flag);
+                std::thread::spawn(move || (0..100).filter(|_| flag.note(true).is_some()).count())
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .sum();
+        assert_eq!(flips, 1);
+        assert_eq!(flag.note(false), Some(false));
+        assert_eq!(flag.note(false), None);
+    }
+
+    #[test]
+    fn all_of_refunds_the_members_that_granted() {
+        let budget = Arc::new(
+            RetryBudget::builder()
+                .percent(100.0)
+                .min_per_sec(0)
+                .build()
+                .unwrap(),
+        );
+        let window = Arc::new(
+            FailureWindow::builder()
+                .bytes(1)
+                .threshold(0)
+                .build()
+                .unwrap(),
+        );
+        let all = AllOf::new(vec![budget.clone(), window.clone()]);
+        assert_eq!(all.name(), "all of");
+        all.admit().unwrap();
+        all.admit().unwrap(); // two retries' worth
+        all.record(Outcome::RetryableFailure); // the window now refuses
+        for _ in 0..5 {
+            assert_eq!(
+                all.allow_retry(),
+                Err(Refusal {
+                    by: "failure window"
+                })
+            );
+        }
+        // The budget granted five times and was refunded five times.
+        assert_eq!(budget.snapshot().retries, 0);
+        assert_eq!(budget.snapshot().available, 2.0);
+        assert_eq!(
+            all.snapshot().refusals,
+            vec![("retry budget", 0), ("failure window", 5)]
+        );
+        // Once the window clears, the budget pays for exactly two retries.
+        for _ in 0..8 {
+            all.record(Outcome::Success);
+        }
+        assert!(all.allow_retry().is_ok());
+        assert!(all.allow_retry().is_ok());
+        assert_eq!(all.allow_retry(), Err(Refusal { by: "retry budget" }));
+        // A refund through AllOf reaches the budget.
+        all.refund(Grant::Retry);
+        assert!(all.allow_retry().is_ok());
+    }
+
+    #[test]
+    fn all_of_admit_refunds_the_deposit_when_a_later_member_refuses() {
+        let budget = Arc::new(
+            RetryBudget::builder()
+                .percent(100.0)
+                .min_per_sec(0)
+                .build()
+                .unwrap(),
+        );
+        let throttle = Arc::new(AdaptiveThrottle::builder().seed(1).build().unwrap());
+        let all = AllOf::new(vec![budget.clone(), throttle.clone()]);
+        let admitted = (0..200).filter(|_| all.admit().is_ok()).count() as u64;
+        // Nothing was ever accepted, so the throttle rejected most calls;
+        // the budget kept deposits only for the calls that went out.
+        assert!(admitted < 200);
+        assert_eq!(budget.snapshot().requests, admitted);
+        assert_eq!(throttle.rejections(), 200 - admitted);
+    }
+
+    #[test]
+    fn an_empty_all_of_allows_everything() {
+        let all = AllOf::new(vec![]);
+        assert!(all.admit().is_ok());
+        all.record(Outcome::RetryableFailure);
+        assert!(all.allow_retry().is_ok());
     }
 }

@@ -8,9 +8,12 @@ use std::time::Instant;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use pin_project_lite::pin_project;
 
-use super::{Hedge, HedgeAction, HedgeDecision, HedgeError, HedgePolicy, HedgeState, OnFinish};
+use super::{
+    Hedge, HedgeAction, HedgeDecision, HedgeError, HedgePolicy, HedgeState, HedgeStats, OnFinish,
+};
 use crate::cancel::Cancelled;
-use crate::{AsyncClock, Attempt, Classify, StopReason};
+use crate::deadline::WithDeadline;
+use crate::{AsyncClock, Attempt, Classify, Deadline, StopReason};
 
 pin_project! {
     /// The hedging executor: the future a [`Hedge`] becomes when awaited.
@@ -32,11 +35,13 @@ pin_project! {
         on_finish: H,
         cancel: Option<Cancelled>,
         name: Option<&'static str>,
-        state: HedgeState,
+        deadline: Option<Deadline>,
+        // Made at the first poll, where the ambient deadline is in force.
+        state: Option<HedgeState>,
         last: Option<Result<T, E>>,
         #[pin]
-        first: Option<Fut>,
-        hedges: Option<FuturesUnordered<Tagged<Fut>>>,
+        first: Option<WithDeadline<Fut>>,
+        hedges: Option<FuturesUnordered<Tagged<WithDeadline<Fut>>>>,
         #[pin]
         timer: Option<C::Sleep>,
         timer_at: Option<Instant>,
@@ -88,7 +93,6 @@ where
     type IntoFuture = HedgeFuture<F, Fut, P, K, C, H, T, E>;
 
     fn into_future(self) -> Self::IntoFuture {
-        let state = self.policy.borrow().start(&self.clock, self.deadline);
         HedgeFuture {
             op: self.op,
             policy: self.policy,
@@ -97,7 +101,8 @@ where
             on_finish: self.on_finish,
             cancel: self.cancel.as_ref().map(crate::CancelToken::cancelled),
             name: self.name,
-            state,
+            deadline: self.deadline,
+            state: None,
             last: None,
             first: None,
             hedges: None,
@@ -133,6 +138,10 @@ where
             {
                 return Poll::Ready(this.stop_cancelled(now));
             }
+            let deadline = *this.deadline;
+            let state = this.state.get_or_insert_with(|| {
+                Borrow::<HedgePolicy>::borrow(&*this.policy).start_at(now, deadline)
+            });
             // 1. Poll the copies first: a reply that is already there makes
             //    a due hedge unnecessary. Handle one outcome at a time.
             let mut outcome = None;
@@ -151,7 +160,7 @@ where
             if let Some((number, out)) = outcome {
                 let verdict = this.classify.classify(&out);
                 match Borrow::<HedgePolicy>::borrow(&*this.policy)
-                    .on_outcome_at(this.state, number, verdict, now)
+                    .on_outcome_at(state, number, verdict, now)
                 {
                     HedgeDecision::Continue => *this.last = Some(out),
                     HedgeDecision::Succeed => {
@@ -168,10 +177,11 @@ where
             // 2. Send every copy that is due, then poll the new ones.
             let mut sent_any = false;
             let wake = loop {
-                match Borrow::<HedgePolicy>::borrow(&*this.policy).send_due_at(this.state, now) {
+                match Borrow::<HedgePolicy>::borrow(&*this.policy).send_due_at(state, now) {
                     HedgeAction::Send(attempt) => {
                         sent_any = true;
-                        let fut = (this.op)(attempt);
+                        // Each copy runs with the call's deadline as its ambient one.
+                        let fut = WithDeadline::exactly((this.op)(attempt), attempt.deadline);
                         if attempt.number == 1 {
                             this.first.set(Some(fut));
                         } else {
@@ -230,7 +240,7 @@ where
     H: OnFinish,
 {
     fn stop_cancelled(&mut self, now: Instant) -> Result<T, HedgeError<E>> {
-        let reason = match self.state.deadline() {
+        let reason = match self.state.as_ref().and_then(HedgeState::deadline) {
             Some(d) if d.is_expired(now) => StopReason::Deadline,
             _ => StopReason::Cancelled,
         };
@@ -241,7 +251,10 @@ where
     /// and turns the last outcome into the result. `reason` is used only
     /// when the call did not succeed.
     fn finish(&mut self, reason: StopReason, now: Instant) -> Result<T, HedgeError<E>> {
-        let stats = self.state.stats(now);
+        let stats = self
+            .state
+            .as_ref()
+            .map_or_else(HedgeStats::default, |s| s.stats(now));
         self.first.set(None);
         *self.hedges = None;
         self.timer.set(None);
@@ -249,7 +262,7 @@ where
         self.on_finish.on_finish(&stats);
         let name = self.name.unwrap_or("operation");
         let last = self.last.take();
-        match (self.state.winner(), last) {
+        match (stats.winner, last) {
             (Some(winner), Some(Ok(value))) => {
                 tracing::debug!(
                     name,

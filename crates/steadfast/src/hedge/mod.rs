@@ -41,8 +41,10 @@
 //! When every copy has failed, the last error is returned in a
 //! [`HedgeError`] with [`StopReason::Exhausted`](crate::StopReason). Each
 //! copy after the first asks the policy's retry control first; a refused
-//! copy is not sent, and neither is any after it. A deadline
-//! (`max_elapsed`, or [`Hedge::deadline`]) bounds the whole call.
+//! copy is not sent, and neither is any after it. A deadline (the policy's
+//! `max_elapsed`, [`Hedge::deadline`], or the [ambient
+//! deadline](crate::deadline::current)) bounds the whole call, and every
+//! copy runs with it as its ambient deadline.
 //!
 //! # Example
 //!

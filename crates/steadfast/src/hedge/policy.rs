@@ -387,7 +387,8 @@ impl HedgePolicy {
 
     /// Starts a call: reads `clock` once (the copies are timed from now) and
     /// fixes the call's hedging delay and deadline (the earliest of
-    /// `deadline` and `max_elapsed` from now). The first copy is due at once.
+    /// `deadline`, the [ambient deadline](crate::deadline::current) and
+    /// `max_elapsed` from now). The first copy is due at once.
     ///
     /// ```
     /// use std::time::Duration;
@@ -400,7 +401,22 @@ impl HedgePolicy {
     /// # Ok::<(), steadfast::ConfigError>(())
     /// ```
     pub fn start<C: Clock>(&self, clock: &C, deadline: Option<Deadline>) -> HedgeState {
-        let now = clock.now();
+        self.start_at(clock.now(), deadline)
+    }
+
+    /// [`start`](Self::start) at a given instant.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::clock::{Clock, VirtualClock};
+    /// let policy = steadfast::HedgePolicy::builder(Duration::from_millis(10)).build()?;
+    /// let t0 = VirtualClock::manual().now();
+    /// let call = policy.start_at(t0, None);
+    /// assert_eq!(call.started(), t0);
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
+    pub fn start_at(&self, now: Instant, deadline: Option<Deadline>) -> HedgeState {
+        let deadline = Deadline::earliest(deadline, crate::deadline::current());
         let deadline = match self.max_elapsed {
             Some(limit) => Deadline::earliest(deadline, Some(Deadline::after(now, limit))),
             None => deadline,

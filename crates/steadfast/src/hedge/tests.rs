@@ -796,3 +796,29 @@ fn a_hedged_call_is_send_when_its_parts_are() {
     .into_future();
     assert_send(&fut);
 }
+
+#[tokio::test(start_paused = true)]
+async fn copies_run_under_the_ambient_deadline() {
+    let d = crate::Deadline::after(TokioClock.now(), ms(800));
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    let s2 = Rc::clone(&seen);
+    let hedged = (move |a: Attempt| {
+        let seen = Rc::clone(&s2);
+        async move {
+            seen.borrow_mut()
+                .push((a.number, a.deadline, crate::deadline::current()));
+            tokio::time::sleep(ms(FOREVER)).await;
+            Ok::<u32, ()>(a.number)
+        }
+    })
+    .hedge(policy(3, 500));
+    let err = crate::deadline::scope_async(d, hedged.into_future())
+        .await
+        .unwrap_err();
+    assert_eq!(err.reason(), StopReason::Deadline);
+    assert_eq!(err.stats().elapsed, ms(800));
+    assert_eq!(
+        *seen.borrow(),
+        [(1, Some(d), Some(d)), (2, Some(d), Some(d))]
+    );
+}

@@ -32,6 +32,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::backoff::Backoff;
 use crate::{ConfigError, RetryControl, Schedule};
 
 pub use call::CallState;
@@ -52,7 +53,7 @@ pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 /// between many calls. See the [module docs](self) for the decision engine
 /// and [`retry`](crate::retry) for the executors.
 #[derive(Clone)]
-pub struct RetryPolicy<S> {
+pub struct RetryPolicy<S = Backoff> {
     schedule: S,
     max_attempts: u32,
     max_delay: Duration,
@@ -71,6 +72,35 @@ impl<S: fmt::Debug> fmt::Debug for RetryPolicy<S> {
             .field("attempt_timeout", &self.attempt_timeout)
             .field("control", &self.control)
             .finish()
+    }
+}
+
+impl RetryPolicy<Backoff> {
+    /// A builder with every option at its default: 3 attempts,
+    /// [`Backoff::default`], waits capped at [`DEFAULT_MAX_DELAY`], no overall
+    /// limit, no per-attempt timeout, no retry control.
+    ///
+    /// ```
+    /// let policy = steadfast::RetryPolicy::builder().max_attempts(5).build()?;
+    /// assert_eq!(policy.max_attempts(), 5);
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn builder() -> RetryPolicyBuilder<Backoff> {
+        RetryPolicyBuilder::new(Backoff::default())
+    }
+}
+
+impl Default for RetryPolicy<Backoff> {
+    fn default() -> Self {
+        Self {
+            schedule: Backoff::default(),
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+            max_delay: DEFAULT_MAX_DELAY,
+            max_elapsed: None,
+            attempt_timeout: None,
+            control: None,
+        }
     }
 }
 
@@ -108,6 +138,28 @@ impl<S> RetryPolicy<S> {
     #[must_use]
     pub fn control(&self) -> Option<&Arc<dyn RetryControl>> {
         self.control.as_ref()
+    }
+
+    /// Whether a call's first attempt needs no per-call state: no retry
+    /// control to consult, no time limit to start. Then
+    /// [`decide`](Self::decide) says [`Decision::Succeed`] for a
+    /// [`Verdict::Success`](crate::Verdict::Success) whatever the state, and
+    /// the executors run the first attempt before they make a
+    /// [`CallState`], so a call that succeeds at once does no more than
+    /// the operation and its classification.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let lean = steadfast::RetryPolicy::builder().build()?;
+    /// assert!(lean.is_lean());
+    /// let timed = steadfast::RetryPolicy::builder().max_elapsed(Duration::from_secs(1)).build()?;
+    /// assert!(!timed.is_lean());
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
+    #[inline]
+    #[must_use]
+    pub fn is_lean(&self) -> bool {
+        self.control.is_none() && self.max_elapsed.is_none() && self.attempt_timeout.is_none()
     }
 }
 

@@ -31,12 +31,12 @@ impl<E> Notify<E> for () {
 /// use std::time::Duration;
 /// use steadfast::retry::{Notify, NotifyFn};
 /// let mut seen = Vec::new();
-/// let mut hook = NotifyFn::new(|attempt: u32, err: Option<&&str>, delay: Duration| {
+/// let mut hook = NotifyFn::new(|attempt: u32, err: Option<&i32>, delay: Duration| {
 ///     seen.push((attempt, err.copied(), delay));
 /// });
-/// let _ = hook.notify(1, Some(&"refused"), Duration::from_secs(1));
+/// let _ = hook.notify(1, Some(&-111), Duration::from_secs(1));
 /// drop(hook);
-/// assert_eq!(seen, [(1, Some("refused"), Duration::from_secs(1))]);
+/// assert_eq!(seen, [(1, Some(-111), Duration::from_secs(1))]);
 /// ```
 #[derive(Clone, Copy)]
 pub struct NotifyFn<F>(F);

@@ -5,8 +5,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use std::future::IntoFuture;
+
 use super::{BlockingRetryable, Retryable};
-use crate::clock::{Clock, TokioClock, VirtualClock};
+#[cfg(feature = "tokio")]
+use crate::clock::TokioClock;
+use crate::clock::{Clock, VirtualClock};
 use crate::{
     Attempt, CancelToken, Outcome, Refusal, RetryControl, RetryPolicy, Rng, Schedule,
     ScheduleState, StopReason, Verdict,
@@ -395,6 +399,7 @@ fn a_zero_attempt_policy_is_a_config_error() {
 
 // ---- async executor, on tokio's paused clock ----
 
+#[cfg(feature = "tokio")]
 #[tokio::test(start_paused = true)]
 async fn async_attempts_happen_at_the_scheduled_instants() {
     let t0 = TokioClock.now();
@@ -415,6 +420,7 @@ async fn async_attempts_happen_at_the_scheduled_instants() {
     assert_eq!(*times.lock().unwrap(), [secs(0), secs(1), secs(3)]);
 }
 
+#[cfg(feature = "tokio")]
 #[tokio::test(start_paused = true)]
 async fn async_cancel_mid_sleep_returns_in_the_same_instant() {
     let token = CancelToken::new();
@@ -441,6 +447,7 @@ async fn async_cancel_mid_sleep_returns_in_the_same_instant() {
     );
 }
 
+#[cfg(feature = "tokio")]
 #[tokio::test(start_paused = true)]
 async fn async_attempt_timeout_drops_the_attempt_and_retries() {
     let t0 = TokioClock.now();
@@ -462,6 +469,7 @@ async fn async_attempt_timeout_drops_the_attempt_and_retries() {
     assert_eq!(TokioClock.now() - t0, secs(6));
 }
 
+#[cfg(feature = "tokio")]
 #[tokio::test(start_paused = true)]
 async fn async_deadline_cuts_a_hanging_attempt() {
     let t0 = TokioClock.now();
@@ -484,6 +492,7 @@ async fn async_deadline_cuts_a_hanging_attempt() {
     );
 }
 
+#[cfg(feature = "tokio")]
 #[tokio::test(start_paused = true)]
 async fn async_notify_hook_is_awaited_before_the_sleep() {
     let t0 = TokioClock.now();
@@ -547,4 +556,161 @@ fn virtual_clock_async_executor_runs_without_a_runtime() {
     );
     assert_eq!(result, Ok(3));
     assert_eq!(clock.now() - t0, secs(10));
+}
+
+/// A clock that counts how often it is read, around a virtual clock.
+#[derive(Debug, Clone, Default)]
+struct CountingClock {
+    inner: VirtualClock,
+    reads: Arc<AtomicU32>,
+}
+
+impl Clock for CountingClock {
+    fn now(&self) -> Instant {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        self.inner.now()
+    }
+    fn sleep_blocking(&self, d: Duration) {
+        self.inner.sleep_blocking(d);
+    }
+}
+
+impl crate::AsyncClock for CountingClock {
+    type Sleep = crate::clock::VirtualSleep;
+    fn sleep(&self, d: Duration) -> Self::Sleep {
+        self.inner.sleep(d)
+    }
+}
+
+/// A schedule that counts its draws.
+#[derive(Debug, Default)]
+struct CountingSchedule(AtomicU32);
+
+impl Schedule for CountingSchedule {
+    fn next_delay(&self, state: &mut ScheduleState, _: &mut Rng) -> Option<Duration> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        state.retries += 1;
+        Some(secs(1))
+    }
+}
+
+#[test]
+fn the_success_path_reads_no_clock_and_draws_nothing() {
+    let clock = CountingClock::default();
+    let policy = RetryPolicy::with_schedule(CountingSchedule::default())
+        .max_attempts(3)
+        .build()
+        .unwrap();
+    let r = (|_: Attempt| Ok::<_, ()>(1))
+        .retry_blocking(&policy)
+        .clock(clock.clone())
+        .call();
+    assert_eq!(r, Ok(1));
+    let r = futures::executor::block_on(
+        (|_: Attempt| async { Ok::<_, ()>(2) })
+            .retry(&policy)
+            .clock(clock.clone())
+            .into_future(),
+    );
+    assert_eq!(r, Ok(2));
+    assert_eq!(clock.reads.load(Ordering::SeqCst), 0, "no clock read");
+    assert_eq!(
+        policy.schedule().0.load(Ordering::SeqCst),
+        0,
+        "no delay drawn"
+    );
+
+    // One failure reads the clock and draws once.
+    let r = (|a: Attempt| if a.is_first() { Err(()) } else { Ok(3) })
+        .retry_blocking(&policy)
+        .clock(clock.clone())
+        .call();
+    assert_eq!(r, Ok(3));
+    assert!(clock.reads.load(Ordering::SeqCst) >= 1);
+    assert_eq!(policy.schedule().0.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn the_ambient_deadline_bounds_every_call_in_its_scope() {
+    let clock = VirtualClock::new();
+    let ambient = crate::Deadline::after(clock.now(), secs(25));
+    let err = crate::deadline::scope(ambient, || {
+        (|_: Attempt| Err::<(), _>("down"))
+            .retry_blocking(policy(10, &[10; 10]))
+            .clock(clock.clone())
+            .call()
+            .unwrap_err()
+    });
+    assert_eq!(err.reason(), StopReason::Deadline);
+    assert_eq!(clock.elapsed(), secs(20));
+}
+
+#[cfg(feature = "tokio")]
+#[tokio::test(start_paused = true)]
+async fn the_ambient_deadline_reaches_an_async_call_and_its_attempts() {
+    use crate::deadline::WithDeadlineExt;
+    let t0 = TokioClock.now();
+    let ambient = crate::Deadline::after(t0, secs(25));
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let err = async move {
+        (move |a: Attempt| {
+            s.lock().unwrap().push(a.deadline);
+            async { Err::<(), _>("down") }
+        })
+        .retry(policy(10, &[10; 10]))
+        .await
+        .unwrap_err()
+    }
+    .with_deadline(ambient)
+    .await;
+    assert_eq!(err.reason(), StopReason::Deadline);
+    assert_eq!(TokioClock.now() - t0, secs(20));
+    assert!(seen.lock().unwrap().iter().all(|d| *d == Some(ambient)));
+}
+
+#[test]
+fn each_attempt_runs_under_its_own_deadline() {
+    let clock = VirtualClock::new();
+    let t0 = clock.now();
+    let policy = RetryPolicy::with_schedule(Fixed(vec![secs(1); 3]))
+        .max_attempts(2)
+        .max_elapsed(secs(10))
+        .attempt_timeout(secs(4))
+        .build()
+        .unwrap();
+    let mut ambient = Vec::new();
+    let _ = (|a: Attempt| {
+        assert_eq!(crate::deadline::current(), a.deadline);
+        ambient.push(crate::deadline::current().map(|d| d.instant() - t0));
+        Err::<(), _>(())
+    })
+    .retry_blocking(&policy)
+    .clock(clock)
+    .call();
+    assert_eq!(ambient, [Some(secs(4)), Some(secs(5))]);
+    assert_eq!(
+        crate::deadline::current(),
+        None,
+        "the scope ends with the attempt"
+    );
+}
+
+#[test]
+fn an_async_attempt_sees_its_deadline_as_the_ambient_one() {
+    let clock = VirtualClock::new();
+    let policy = RetryPolicy::with_schedule(Fixed(vec![secs(1)]))
+        .max_attempts(2)
+        .attempt_timeout(secs(3))
+        .build()
+        .unwrap();
+    let result = futures::executor::block_on(
+        (|a: Attempt| async move {
+            Ok::<_, ()>(crate::deadline::current() == a.deadline && a.deadline.is_some())
+        })
+        .retry(&policy)
+        .clock(clock)
+        .into_future(),
+    );
+    assert_eq!(result, Ok(true));
 }

@@ -1,0 +1,293 @@
+//! The retry executors against their peers, in one criterion run:
+//! - the success path (the first attempt succeeds), async and blocking;
+//! - one failed attempt, a zero-length wait, then success.
+//!
+//! Run: `cargo bench -p steadfast --bench retry`. Ratios go to BENCHMARKS.md.
+#![allow(
+    clippy::unwrap_used,
+    clippy::semicolon_if_nothing_returned,
+    missing_docs
+)]
+
+use std::future::{Future, IntoFuture};
+use std::hint::black_box;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use steadfast::backoff::Backoff;
+use steadfast::retry::{BlockingRetryable, Retryable};
+use steadfast::{Attempt, RetryPolicy};
+
+/// Polls a future that is expected to be ready at once (the success path
+/// of every contender), so no runtime overhead is in the measurement.
+fn ready<F: Future>(fut: F) -> F::Output {
+    let mut cx = Context::from_waker(Waker::noop());
+    match pin!(fut).poll(&mut cx) {
+        Poll::Ready(v) => v,
+        Poll::Pending => panic!("expected the success path to complete in one poll"),
+    }
+}
+
+#[inline(never)]
+fn op(x: u64) -> Result<u64, std::io::Error> {
+    Ok(black_box(x) + 1)
+}
+
+#[inline(never)]
+async fn op_async(x: u64) -> Result<u64, std::io::Error> {
+    Ok(black_box(x) + 1)
+}
+
+/// tower's retry needs a policy; this one retries every error, three times.
+#[derive(Clone)]
+struct TowerAttempts(usize);
+
+impl<Req: Clone, Res, E> tower::retry::Policy<Req, Res, E> for TowerAttempts {
+    type Future = std::future::Ready<()>;
+    fn retry(&mut self, _: &mut Req, result: &mut Result<Res, E>) -> Option<Self::Future> {
+        match result {
+            Ok(_) => None,
+            Err(_) if self.0 > 1 => {
+                self.0 -= 1;
+                Some(std::future::ready(()))
+            }
+            Err(_) => None,
+        }
+    }
+    fn clone_request(&mut self, req: &Req) -> Option<Req> {
+        Some(req.clone())
+    }
+}
+
+fn success_async(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let _guard = rt.enter();
+    let policy = RetryPolicy::builder().max_attempts(3).build().unwrap();
+    let mut g = c.benchmark_group("success_async");
+    g.bench_function("direct", |b| b.iter(|| ready(op_async(black_box(1)))));
+    g.bench_function("steadfast", |b| {
+        b.iter(|| {
+            ready(
+                (|_: Attempt| op_async(black_box(1)))
+                    .retry(&policy)
+                    .into_future(),
+            )
+        })
+    });
+    g.bench_function("backon", |b| {
+        b.iter(|| {
+            ready(backon::Retryable::retry(
+                || op_async(black_box(1)),
+                backon::ExponentialBuilder::default().with_max_times(2),
+            ))
+        })
+    });
+    g.bench_function("tokio-retry", |b| {
+        b.iter(|| {
+            ready(tokio_retry::Retry::start(
+                tokio_retry::strategy::ExponentialBackoff::from_millis(10).take(2),
+                || op_async(black_box(1)),
+            ))
+        })
+    });
+    g.bench_function("tower", |b| {
+        use tower::Service;
+        let mut svc =
+            tower::retry::Retry::new(TowerAttempts(3), tower::service_fn(|x: u64| op_async(x)));
+        b.iter(|| ready(svc.call(black_box(1))));
+    });
+    g.finish();
+}
+
+fn success_blocking(c: &mut Criterion) {
+    let policy = RetryPolicy::builder().max_attempts(3).build().unwrap();
+    let mut g = c.benchmark_group("success_blocking");
+    g.bench_function("direct", |b| b.iter(|| op(black_box(1))));
+    g.bench_function("steadfast", |b| {
+        b.iter(|| {
+            (|_: Attempt| op(black_box(1)))
+                .retry_blocking(&policy)
+                .call()
+        })
+    });
+    g.bench_function("backon", |b| {
+        b.iter(|| {
+            backon::BlockingRetryable::retry(
+                || op(black_box(1)),
+                backon::ExponentialBuilder::default().with_max_times(2),
+            )
+            .call()
+        })
+    });
+    g.bench_function("backoff", |b| {
+        b.iter(|| {
+            backoff::retry(backoff::ExponentialBackoff::default(), || {
+                op(black_box(1)).map_err(backoff::Error::transient)
+            })
+        })
+    });
+    g.finish();
+}
+
+/// One failure, a zero-length wait, then success: the cost of the retry
+/// machinery itself (classification, decision, delay, timer handling).
+fn one_failure_async(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let zero = Backoff::constant(Duration::ZERO).build().unwrap();
+    let policy = RetryPolicy::builder()
+        .max_attempts(3)
+        .backoff(zero)
+        .build()
+        .unwrap();
+    let mut g = c.benchmark_group("one_failure_async");
+    g.bench_function("steadfast", |b| {
+        b.iter(|| {
+            rt.block_on(
+                (|a: Attempt| async move {
+                    if a.is_first() {
+                        Err(std::io::Error::other("x"))
+                    } else {
+                        op(1)
+                    }
+                })
+                .retry(&policy)
+                .into_future(),
+            )
+        })
+    });
+    g.bench_function("backon", |b| {
+        b.iter(|| {
+            let mut n = 0;
+            rt.block_on(backon::Retryable::retry(
+                move || {
+                    n += 1;
+                    let first = n == 1;
+                    async move {
+                        if first {
+                            Err(std::io::Error::other("x"))
+                        } else {
+                            op(1)
+                        }
+                    }
+                },
+                backon::ConstantBuilder::default()
+                    .with_delay(Duration::ZERO)
+                    .with_max_times(2),
+            ))
+        })
+    });
+    g.bench_function("tokio-retry", |b| {
+        b.iter(|| {
+            let mut n = 0;
+            rt.block_on(tokio_retry::Retry::start(
+                std::iter::repeat_n(Duration::ZERO, 2),
+                move || {
+                    n += 1;
+                    let first = n == 1;
+                    async move {
+                        if first {
+                            Err(std::io::Error::other("x"))
+                        } else {
+                            op(1)
+                        }
+                    }
+                },
+            ))
+        })
+    });
+    g.bench_function("tower", |b| {
+        use tower::Service;
+        b.iter(|| {
+            let mut n = 0;
+            let mut svc = tower::retry::Retry::new(
+                TowerAttempts(3),
+                tower::service_fn(move |x: u64| {
+                    n += 1;
+                    let first = n == 1;
+                    async move {
+                        if first {
+                            Err(std::io::Error::other("x"))
+                        } else {
+                            op(x)
+                        }
+                    }
+                }),
+            );
+            rt.block_on(svc.call(1))
+        })
+    });
+    g.finish();
+}
+
+fn one_failure_blocking(c: &mut Criterion) {
+    let zero = Backoff::constant(Duration::ZERO).build().unwrap();
+    let policy = RetryPolicy::builder()
+        .max_attempts(3)
+        .backoff(zero)
+        .build()
+        .unwrap();
+    let mut g = c.benchmark_group("one_failure_blocking");
+    g.bench_function("steadfast", |b| {
+        b.iter(|| {
+            (|a: Attempt| {
+                if a.is_first() {
+                    Err(std::io::Error::other("x"))
+                } else {
+                    op(1)
+                }
+            })
+            .retry_blocking(&policy)
+            .call()
+        })
+    });
+    g.bench_function("backon", |b| {
+        b.iter(|| {
+            let mut n = 0;
+            backon::BlockingRetryable::retry(
+                move || {
+                    n += 1;
+                    if n == 1 {
+                        Err(std::io::Error::other("x"))
+                    } else {
+                        op(1)
+                    }
+                },
+                backon::ConstantBuilder::default()
+                    .with_delay(Duration::ZERO)
+                    .with_max_times(2),
+            )
+            .call()
+        })
+    });
+    g.bench_function("backoff", |b| {
+        b.iter(|| {
+            let mut n = 0;
+            backoff::retry(backoff::backoff::Constant::new(Duration::ZERO), move || {
+                n += 1;
+                if n == 1 {
+                    Err(backoff::Error::transient(std::io::Error::other("x")))
+                } else {
+                    op(1).map_err(backoff::Error::transient)
+                }
+            })
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    success_async,
+    success_blocking,
+    one_failure_async,
+    one_failure_blocking
+);
+criterion_main!(benches);

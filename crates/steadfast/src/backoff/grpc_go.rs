@@ -1,0 +1,113 @@
+//! grpc-go's backoff (`internal/backoff`): exponential, ±20 %, first delay unjittered.
+
+use super::Backoff;
+use super::builder::{BackoffBuilder, Kind};
+
+impl Backoff {
+    /// grpc-go's stateless `Backoff(retries)` as a schedule: delay 0 is
+    /// `initial` exactly (no jitter, and not capped, as in grpc-go and in
+    /// the connection-backoff algorithm); delay `n > 0` is
+    /// `min(initial * multiplier^n, max) * (1 + f * U(-1, 1))`, never below
+    /// zero. Defaults (grpc-go's `DefaultConfig`, the values of gRPC's
+    /// connection-backoff document): initial 1 s, multiplier 1.6,
+    /// jitter `Proportional(0.2)`, max 120 s.
+    ///
+    /// As in grpc-go, the jitter is applied *after* the cap, so a delay may
+    /// exceed `max_delay` by the jitter factor (up to 144 s with the
+    /// defaults); `min_delay` still applies. The jitter must be
+    /// `Proportional` or `None`. For the stateless form, use
+    /// [`Backoff::delay_at`]`(retries, rng)`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::{Backoff, Jitter};
+    /// let b = Backoff::grpc_go().jitter(Jitter::None).build()?;
+    /// let ms: Vec<u128> = b.delays().take(4).map(|d| d.as_millis()).collect();
+    /// assert_eq!(ms, [1000, 1600, 2560, 4096]);
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
+    pub const fn grpc_go() -> BackoffBuilder {
+        BackoffBuilder::new(Kind::GrpcGo)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::{Backoff, Jitter, Rng, Schedule, ScheduleState};
+
+    /// grpc-go's loop, written out: multiply while below max and retries
+    /// remain, cap, then jitter with the given unit draw.
+    fn reference(retries: u32, u: f64) -> f64 {
+        if retries == 0 {
+            return 1e9;
+        }
+        let (mut backoff, max) = (1e9f64, 120e9f64);
+        let mut r = retries;
+        while backoff < max && r > 0 {
+            backoff *= 1.6;
+            r -= 1;
+        }
+        backoff = backoff.min(max);
+        (backoff * (1.0 + 0.2 * (u * 2.0 - 1.0))).max(0.0)
+    }
+
+    #[test]
+    fn matches_the_reference_loop() {
+        let b = Backoff::grpc_go().build().unwrap();
+        for retries in [0u32, 1, 2, 5, 10, 11, 12, 100, u32::MAX] {
+            let mut rng = Rng::with_seed(u64::from(retries));
+            let mut copy = rng.clone();
+            let got = b.delay_at(retries, &mut rng).as_nanos() as f64;
+            let u = if retries == 0 { 0.5 } else { copy.unit_f64() };
+            let want = reference(retries, u);
+            assert!(
+                (got - want).abs() <= want * 1e-9 + 1.0,
+                "{retries}: {got} vs {want}"
+            );
+        }
+    }
+
+    #[test]
+    fn jitter_may_exceed_max_as_in_grpc_go() {
+        let b = Backoff::grpc_go().seed(4).build().unwrap();
+        let d: Vec<Duration> = b.delays().take(300).collect();
+        assert!(d.iter().all(|x| *x <= Duration::from_secs(144)));
+        assert!(d.iter().any(|x| *x > Duration::from_secs(120)));
+    }
+
+    #[test]
+    fn first_delay_of_a_reset_curve_is_unjittered() {
+        let b = Backoff::grpc_go().build().unwrap();
+        let mut s = ScheduleState::new();
+        let mut rng = Rng::with_seed(2);
+        for _ in 0..5 {
+            b.next_delay(&mut s, &mut rng);
+        }
+        s.reset_curve();
+        assert_eq!(b.next_delay(&mut s, &mut rng), Some(Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn first_delay_is_the_base_even_above_max() {
+        let b = Backoff::grpc_go()
+            .initial(Duration::from_secs(200))
+            .build()
+            .unwrap();
+        let d: Vec<Duration> = b.delays_seeded(1).take(3).collect();
+        assert_eq!(d[0], Duration::from_secs(200));
+        assert!(d[1..].iter().all(|x| *x <= Duration::from_secs(144)));
+    }
+
+    #[test]
+    fn only_proportional_or_no_jitter() {
+        assert!(Backoff::grpc_go().jitter(Jitter::None).build().is_ok());
+        for j in [Jitter::Full, Jitter::Equal] {
+            assert_eq!(
+                Backoff::grpc_go().jitter(j).build().unwrap_err().field(),
+                "jitter"
+            );
+        }
+    }
+}

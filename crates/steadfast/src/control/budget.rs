@@ -1,0 +1,575 @@
+//! The retry budget: retries as a percentage of recent calls, plus a floor.
+
+use std::fmt;
+use std::time::Duration;
+
+use super::slots::{Counter, TimeWindow};
+use super::sync::{AtomicU64, Ordering};
+use super::{Grant, Outcome, Refusal, RefusingFlag, RetryControl, report_transition};
+use crate::ConfigError;
+use crate::clock::{Clock, SystemClock};
+
+const NAME: &str = "retry budget";
+
+/// One retry, in the budget's fixed-point unit: thousandths of a percent of
+/// one call (a call at `percent` deposits `percent * 1000` units).
+const WITHDRAWAL: i128 = 100_000;
+
+const REQUESTS: Counter = Counter::A;
+const RETRIES: Counter = Counter::B;
+
+/// Allows retries as a percentage of recent calls plus a minimum number per
+/// second, over a sliding window of `ttl` (Finagle's `RetryBudget`, also
+/// tower's `TpsBudget`).
+///
+/// Every call deposits on [`admit`](RetryControl::admit); every retry or
+/// hedge withdraws on [`allow_retry`](RetryControl::allow_retry). Both expire
+/// after `ttl`. A retry is allowed while
+///
+/// ```text
+/// min_per_sec · ttl  +  percent/100 · calls(ttl)  −  retries(ttl)  ≥  1
+/// ```
+///
+/// The arithmetic is exact fixed point: a call deposits `percent · 1000`
+/// units and a retry costs 100 000, so 10 % means exactly one retry per 10
+/// calls, and 0.5 % one per 200. (tower's `TpsBudget` turns a ratio below 1
+/// into a whole number of deposits per retry by truncating `1 / ratio`, so 60 %
+/// grants a retry per call: tower issue #857.) `percent` is rounded to
+/// 0.001 %.
+///
+/// The window is 10 slots of `ttl / 10` each, so calls and retries leave it
+/// in steps of `ttl / 10`. Time comes from the injected [`Clock`], so tests
+/// and the simulator run on virtual time.
+///
+/// **Concurrency.** A withdrawal first counts the retry, then checks the
+/// balance including it, and takes it back if the balance went negative.
+/// Two racing withdrawals can therefore both see each other and both be
+/// refused when only one retry was left (conservative), but the budget never
+/// grants more than it holds. Records are ignored: the budget counts calls
+/// and retries, not outcomes.
+///
+/// ```
+/// use std::time::Duration;
+/// use steadfast::clock::{Clock, VirtualClock};
+/// use steadfast::control::{RetryBudget, RetryControl};
+///
+/// # fn main() -> Result<(), steadfast::ConfigError> {
+/// let clock = VirtualClock::new();
+/// let budget = RetryBudget::builder()
+///     .percent(10.0)
+///     .min_per_sec(0)
+///     .ttl(Duration::from_secs(10))
+///     .build_with_clock(clock.clone())?;
+/// for _ in 0..20 {
+///     budget.admit().unwrap();
+/// }
+/// assert!(budget.allow_retry().is_ok());
+/// assert!(budget.allow_retry().is_ok());
+/// assert_eq!(budget.allow_retry().unwrap_err().by, "retry budget");
+/// clock.sleep_blocking(Duration::from_secs(10)); // everything expires
+/// assert_eq!(budget.snapshot().requests, 0);
+/// # Ok(()) }
+/// ```
+pub struct RetryBudget<C: Clock = SystemClock> {
+    clock: C,
+    window: TimeWindow,
+    deposit: i128,
+    reserve: i128,
+    percent_milli: u64,
+    min_per_sec: u32,
+    ttl: Duration,
+    flag: RefusingFlag,
+    refusals: AtomicU64,
+}
+
+/// Builds a [`RetryBudget`]; see [`RetryBudget::builder`].
+///
+/// ```
+/// use std::time::Duration;
+/// use steadfast::control::RetryBudget;
+/// let err = RetryBudget::builder().ttl(Duration::from_millis(10)).build().unwrap_err();
+/// assert_eq!(err.field(), "ttl");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RetryBudgetBuilder {
+    ttl: Duration,
+    min_per_sec: u32,
+    percent: f64,
+}
+
+/// The state of a [`RetryBudget`] at one moment, for telemetry.
+///
+/// ```
+/// use steadfast::control::{RetryBudget, RetryControl};
+/// let budget = RetryBudget::builder().percent(50.0).min_per_sec(0).build().unwrap();
+/// budget.admit().unwrap();
+/// budget.admit().unwrap();
+/// let snap = budget.snapshot();
+/// assert_eq!((snap.requests, snap.retries), (2, 0));
+/// assert_eq!(snap.available, 1.0);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RetryBudgetSnapshot {
+    /// Calls deposited within the window.
+    pub requests: u64,
+    /// Retries withdrawn within the window.
+    pub retries: u64,
+    /// Retries the budget would allow now (fractional: 0.5 is half of the
+    /// next retry's cost).
+    pub available: f64,
+    /// Whether the last decision was a refusal.
+    pub refusing: bool,
+    /// Retries refused so far.
+    pub refusals: u64,
+}
+
+impl RetryBudget {
+    /// A builder with Finagle's defaults: `ttl` 10 s, 10 retries per second
+    /// minimum, 20 % of calls.
+    ///
+    /// ```
+    /// use steadfast::control::RetryBudget;
+    /// let budget = RetryBudget::builder().build().unwrap();
+    /// assert_eq!(budget.snapshot().available, 100.0); // 10/s over 10 s
+    /// ```
+    #[must_use]
+    pub const fn builder() -> RetryBudgetBuilder {
+        RetryBudgetBuilder {
+            ttl: Duration::from_secs(10),
+            min_per_sec: 10,
+            percent: 20.0,
+        }
+    }
+}
+
+impl<C: Clock> RetryBudget<C> {
+    /// The current state, for telemetry.
+    ///
+    /// ```
+    /// use steadfast::control::{RetryBudget, RetryControl};
+    /// let budget = RetryBudget::builder().min_per_sec(1).build().unwrap();
+    /// budget.allow_retry().unwrap();
+    /// assert_eq!(budget.snapshot().retries, 1);
+    /// ```
+    #[must_use]
+    pub fn snapshot(&self) -> RetryBudgetSnapshot {
+        let (requests, retries) = self.window.sums(self.epoch());
+        RetryBudgetSnapshot {
+            requests,
+            retries,
+            available: self.balance(requests, retries) as f64 / WITHDRAWAL as f64,
+            refusing: self.flag.get(),
+            refusals: self.refusals.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The settings: `(ttl, min_per_sec, percent)`, the percent as rounded.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::control::RetryBudget;
+    /// let budget = RetryBudget::builder().percent(0.1234).build().unwrap();
+    /// assert_eq!(budget.settings(), (Duration::from_secs(10), 10, 0.123));
+    /// ```
+    #[must_use]
+    pub fn settings(&self) -> (Duration, u32, f64) {
+        (
+            self.ttl,
+            self.min_per_sec,
+            self.percent_milli as f64 / 1000.0,
+        )
+    }
+
+    #[inline]
+    fn epoch(&self) -> u64 {
+        self.window.epoch(self.clock.now())
+    }
+
+    #[inline]
+    fn balance(&self, requests: u64, retries: u64) -> i128 {
+        self.reserve + self.deposit * i128::from(requests) - WITHDRAWAL * i128::from(retries)
+    }
+
+    fn note(&self, refused: bool) {
+        if let Some(now_refusing) = self.flag.note(refused) {
+            report_transition(NAME, now_refusing, &self.snapshot());
+        }
+    }
+}
+
+impl RetryBudgetBuilder {
+    /// How long a deposit or a withdrawal counts; 1 s to 60 s (Finagle's
+    /// bounds).
+    #[must_use]
+    pub const fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// Retries allowed per second whatever the traffic (the reserve is
+    /// `min_per_sec · ttl`), for clients that call rarely.
+    #[must_use]
+    pub const fn min_per_sec(mut self, min_per_sec: u32) -> Self {
+        self.min_per_sec = min_per_sec;
+        self
+    }
+
+    /// Retries allowed as a percentage of calls: `10.0` is one retry per 10
+    /// calls, `0.5` one per 200, `200.0` two per call. From 0 to 1000,
+    /// rounded to 0.001 %; 0 leaves only the per-second minimum. (Unlike
+    /// tower's `retry_percent`, this is a percentage, not a ratio.)
+    #[must_use]
+    pub const fn percent(mut self, percent: f64) -> Self {
+        self.percent = percent;
+        self
+    }
+
+    /// Builds the budget on the system clock.
+    ///
+    /// # Errors
+    ///
+    /// As [`build_with_clock`](Self::build_with_clock).
+    pub fn build(self) -> Result<RetryBudget, ConfigError> {
+        self.build_with_clock(SystemClock)
+    }
+
+    /// Builds the budget on `clock`.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] when `ttl` is outside 1 s..=60 s, or `percent` is
+    /// NaN, infinite, negative, above 1000, or positive but below 0.0005
+    /// (it would round to 0).
+    pub fn build_with_clock<C: Clock>(self, clock: C) -> Result<RetryBudget<C>, ConfigError> {
+        if self.ttl < Duration::from_secs(1) || self.ttl > Duration::from_secs(60) {
+            return Err(ConfigError::new(
+                NAME,
+                "ttl",
+                "must be between 1 s and 60 s",
+                self.ttl,
+            ));
+        }
+        if !self.percent.is_finite() || !(0.0..=1000.0).contains(&self.percent) {
+            return Err(ConfigError::new(
+                NAME,
+                "percent",
+                "must be a finite number in 0..=1000",
+                self.percent,
+            ));
+        }
+        // In range, so the product fits easily.
+        let percent_milli = (self.percent * 1000.0).round() as u64;
+        if percent_milli == 0 && self.percent > 0.0 {
+            return Err(ConfigError::new(
+                NAME,
+                "percent",
+                "must be 0 or at least 0.0005 (it is rounded to 0.001 %)",
+                self.percent,
+            ));
+        }
+        let ttl_millis = i128::try_from(self.ttl.as_millis()).unwrap_or(60_000);
+        // min_per_sec · ttl retries, in units.
+        let reserve = i128::from(self.min_per_sec) * ttl_millis * WITHDRAWAL / 1000;
+        let start = clock.now();
+        Ok(RetryBudget {
+            window: TimeWindow::new(start, self.ttl),
+            clock,
+            deposit: i128::from(percent_milli),
+            reserve,
+            percent_milli,
+            min_per_sec: self.min_per_sec,
+            ttl: self.ttl,
+            flag: RefusingFlag::new(),
+            refusals: AtomicU64::new(0),
+        })
+    }
+}
+
+impl<C: Clock> RetryControl for RetryBudget<C> {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    /// Deposits one call; never refuses.
+    #[inline]
+    fn admit(&self) -> Result<(), Refusal> {
+        self.window.add(self.epoch(), REQUESTS);
+        Ok(())
+    }
+
+    /// The budget counts calls and retries, not outcomes.
+    #[inline]
+    fn record(&self, _outcome: Outcome) {}
+
+    #[inline]
+    fn allow_retry(&self) -> Result<(), Refusal> {
+        let stamp = self.window.add(self.epoch(), RETRIES);
+        // Sum at the epoch the withdrawal actually landed in.
+        let (requests, retries) = self.window.sums(stamp.epoch());
+        if self.balance(requests, retries) >= 0 {
+            self.note(false);
+            Ok(())
+        } else {
+            self.window.undo(stamp, RETRIES);
+            self.refusals.fetch_add(1, Ordering::Relaxed);
+            self.note(true);
+            Err(Refusal { by: NAME })
+        }
+    }
+
+    /// Takes back a deposit (the call was not sent after all: another
+    /// control refused it) or a withdrawal (the retry was not sent), from the
+    /// most recent slot of the window that holds one.
+    fn refund(&self, grant: Grant) {
+        let which = match grant {
+            Grant::Admit => REQUESTS,
+            Grant::Retry => RETRIES,
+        };
+        self.window.take_back(self.epoch(), which);
+    }
+}
+
+impl<C: Clock> fmt::Debug for RetryBudget<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RetryBudget")
+            .field("ttl", &self.ttl)
+            .field("min_per_sec", &self.min_per_sec)
+            .field("percent_milli", &self.percent_milli)
+            .field("state", &self.snapshot())
+            .finish()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+#[allow(clippy::float_cmp)] // the compared values are exact by construction
+mod tests {
+    use super::*;
+    use crate::clock::VirtualClock;
+    use proptest::prelude::*;
+
+    fn budget(percent: f64, min_per_sec: u32, clock: &VirtualClock) -> RetryBudget<VirtualClock> {
+        RetryBudget::builder()
+            .percent(percent)
+            .min_per_sec(min_per_sec)
+            .ttl(Duration::from_secs(10))
+            .build_with_clock(clock.clone())
+            .expect("valid settings")
+    }
+
+    /// Deposits `calls` calls and counts how many retries are then granted.
+    fn granted(percent: f64, calls: u32) -> usize {
+        let clock = VirtualClock::new();
+        let b = budget(percent, 0, &clock);
+        for _ in 0..calls {
+            b.admit().expect("a budget admits every call");
+        }
+        (0..calls * 20).filter(|_| b.allow_retry().is_ok()).count()
+    }
+
+    #[test]
+    fn percentages_are_exact() {
+        assert_eq!(granted(10.0, 100), 10);
+        assert_eq!(granted(10.0, 99), 9);
+        assert_eq!(granted(20.0, 100), 20);
+        assert_eq!(granted(20.0, 4), 0);
+        assert_eq!(granted(0.5, 1000), 5);
+        assert_eq!(granted(0.5, 199), 0);
+        assert_eq!(granted(0.5, 200), 1);
+        // tower #857: 60 % grants 6 per 10 calls, not 10.
+        assert_eq!(granted(60.0, 10), 6);
+        assert_eq!(granted(100.0, 7), 7);
+        assert_eq!(granted(250.0, 2), 5);
+        assert_eq!(granted(0.0, 1000), 0);
+    }
+
+    #[test]
+    fn minimum_per_second_is_a_reserve_over_the_ttl() {
+        let clock = VirtualClock::new();
+        let b = budget(0.0, 3, &clock);
+        assert_eq!((0..100).filter(|_| b.allow_retry().is_ok()).count(), 30);
+        assert!(b.snapshot().refusing);
+        // The withdrawals expire after the ttl, and the reserve is whole again.
+        clock.sleep_blocking(Duration::from_secs(10));
+        assert_eq!(b.snapshot().retries, 0);
+        assert_eq!((0..100).filter(|_| b.allow_retry().is_ok()).count(), 30);
+    }
+
+    #[test]
+    fn deposits_slide_out_in_tenths_of_the_ttl() {
+        let clock = VirtualClock::new();
+        let b = budget(10.0, 0, &clock);
+        for _ in 0..10 {
+            b.admit().unwrap();
+        }
+        clock.sleep_blocking(Duration::from_secs(5));
+        for _ in 0..10 {
+            b.admit().unwrap();
+        }
+        assert_eq!(b.snapshot().available, 2.0);
+        clock.sleep_blocking(Duration::from_secs(5)); // the first 10 expire
+        assert_eq!(b.snapshot().requests, 10);
+        assert_eq!(b.snapshot().available, 1.0);
+        assert!(b.allow_retry().is_ok());
+        assert!(b.allow_retry().is_err());
+        assert_eq!(b.snapshot().refusals, 1);
+    }
+
+    #[test]
+    fn refunds_give_back_deposits_and_withdrawals() {
+        let clock = VirtualClock::new();
+        let b = budget(50.0, 0, &clock);
+        b.admit().unwrap();
+        b.admit().unwrap();
+        b.allow_retry().unwrap();
+        assert!(b.allow_retry().is_err());
+        b.refund(Grant::Retry);
+        assert!(b.allow_retry().is_ok());
+        b.refund(Grant::Admit);
+        assert_eq!(b.snapshot().requests, 1);
+        assert!(b.snapshot().available < 0.0);
+    }
+
+    #[test]
+    fn validation() {
+        let field = |b: RetryBudgetBuilder| b.build().unwrap_err().field();
+        let b = RetryBudget::builder();
+        assert_eq!(field(b.ttl(Duration::from_millis(999))), "ttl");
+        assert_eq!(field(b.ttl(Duration::from_secs(61))), "ttl");
+        for p in [f64::NAN, f64::INFINITY, -1.0, 1000.5, 0.0004] {
+            assert_eq!(field(b.percent(p)), "percent", "{p}");
+        }
+        assert!(b.percent(0.0).build().is_ok());
+        assert!(
+            b.percent(1000.0)
+                .ttl(Duration::from_secs(60))
+                .build()
+                .is_ok()
+        );
+        assert!(b.min_per_sec(u32::MAX).build().is_ok());
+    }
+
+    proptest! {
+        /// Over any sequence of calls, retries and clock steps, the granted
+        /// retries within the window never exceed what the rule allows.
+        #[test]
+        fn never_grants_more_than_the_rule(
+            percent_tenths in 0u32..3000,
+            min_per_sec in 0u32..4,
+            steps in proptest::collection::vec((0u8..3, 0u64..1500), 1..200),
+        ) {
+            let clock = VirtualClock::new();
+            let percent = f64::from(percent_tenths) / 10.0;
+            let b = budget(percent, min_per_sec, &clock);
+            // The sequential model: (time, is_retry) of every counted event.
+            let mut events: Vec<(Duration, bool)> = Vec::new();
+            let slot = Duration::from_secs(1);
+            for (kind, millis) in steps {
+                let live = |events: &Vec<(Duration, bool)>, retry: bool| {
+                    let epoch = clock.elapsed().as_nanos() / slot.as_nanos();
+                    events
+                        .iter()
+                        .filter(|(t, r)| *r == retry && epoch - t.as_nanos() / slot.as_nanos() < 10)
+                        .count() as i128
+                };
+                let now = clock.elapsed();
+                match kind {
+                    0 => {
+                        b.admit().unwrap();
+                        events.push((now, false));
+                    }
+                    1 => {
+                        let balance = i128::from(min_per_sec) * 10 * WITHDRAWAL
+                            + i128::from(percent_tenths) * 100 * live(&events, false)
+                            - WITHDRAWAL * (live(&events, true) + 1);
+                        let ok = b.allow_retry().is_ok();
+                        prop_assert_eq!(ok, balance >= 0);
+                        if ok {
+                            events.push((now, true));
+                        }
+                    }
+                    _ => clock.sleep_blocking(Duration::from_millis(millis)),
+                }
+                let snap = b.snapshot();
+                prop_assert_eq!(snap.requests as i128, live(&events, false));
+                prop_assert_eq!(snap.retries as i128, live(&events, true));
+                let balance = i128::from(min_per_sec) * 10 * WITHDRAWAL
+                    + i128::from(percent_tenths) * 100 * live(&events, false)
+                    - WITHDRAWAL * live(&events, true);
+                prop_assert_eq!(snap.available, balance as f64 / WITHDRAWAL as f64);
+            }
+        }
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use loom::sync::Arc;
+    use loom::thread;
+    use std::time::Instant;
+
+    /// A clock that never moves (loom explores interleavings, not time).
+    #[derive(Debug, Clone)]
+    struct Frozen(Instant);
+
+    impl Clock for Frozen {
+        fn now(&self) -> Instant {
+            self.0
+        }
+        fn sleep_blocking(&self, _: Duration) {}
+    }
+
+    /// Two threads race for the last retry: at most one gets it, and the
+    /// window ends up counting exactly the granted ones (refusals undone).
+    #[test]
+    fn racing_withdrawals_never_overdraw() {
+        loom::model(|| {
+            let b = Arc::new(
+                RetryBudget::builder()
+                    .percent(50.0)
+                    .min_per_sec(0)
+                    .build_with_clock(Frozen(Instant::now()))
+                    .unwrap(),
+            );
+            b.admit().unwrap();
+            b.admit().unwrap(); // one retry's worth
+            let handles: Vec<_> = (0..2)
+                .map(|_| {
+                    let b = Arc::clone(&b);
+                    thread::spawn(move || b.allow_retry().is_ok())
+                })
+                .collect();
+            let granted = handles
+                .into_iter()
+                .map(|h| h.join().unwrap())
+                .filter(|&ok| ok)
+                .count();
+            assert!(granted <= 1);
+            assert_eq!(b.snapshot().retries, granted as u64);
+        });
+    }
+
+    /// Concurrent deposits are all counted.
+    #[test]
+    fn concurrent_deposits_are_not_lost() {
+        loom::model(|| {
+            let b = Arc::new(
+                RetryBudget::builder()
+                    .percent(10.0)
+                    .build_with_clock(Frozen(Instant::now()))
+                    .unwrap(),
+            );
+            let handles: Vec<_> = (0..2)
+                .map(|_| {
+                    let b = Arc::clone(&b);
+                    thread::spawn(move || b.admit().unwrap())
+                })
+                .collect();
+            b.admit().unwrap();
+            for h in handles {
+                h.join().unwrap();
+            }
+            assert_eq!(b.snapshot().requests, 3);
+        });
+    }
+}

@@ -1,0 +1,270 @@
+//! A sliding time window of event counts, lock-free: the shared machinery of
+//! the retry budget and the adaptive throttle.
+//!
+//! Time is cut into `SLOTS` slots of `width`; the window is the current slot
+//! and the `SLOTS - 1` before it. Each slot holds two counters (`a` and `b`,
+//! say requests and retries). A counter is one `u64`: the high 32 bits tag
+//! the slot's epoch (which `width`-long stretch of time it counts), the low
+//! 32 bits count. An increment is one compare-and-swap that either bumps a
+//! current count or restarts a stale slot at 1, so a stale slot is recycled
+//! and counted in the same atomic step: no update is lost to a rotation, and
+//! no lock is needed to rotate. A sum reads each counter once and keeps the
+//! ones whose tag is inside the window.
+//!
+//! Epoch tags wrap after 2³² slots (13.6 years at the narrowest, 100 ms
+//! slots); a slot untouched for exactly a multiple of that would be taken as
+//! current, which is accepted.
+
+use std::time::{Duration, Instant};
+
+use super::sync::{AtomicU64, Ordering};
+
+/// Slots per window (as Finagle and tower use).
+pub(crate) const SLOTS: u64 = 10;
+
+const COUNT_MASK: u64 = 0xFFFF_FFFF;
+
+/// Which of the two counters of a slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Counter {
+    A,
+    B,
+}
+
+#[derive(Debug)]
+struct Slot {
+    a: AtomicU64,
+    b: AtomicU64,
+}
+
+impl Slot {
+    fn counter(&self, which: Counter) -> &AtomicU64 {
+        match which {
+            Counter::A => &self.a,
+            Counter::B => &self.b,
+        }
+    }
+}
+
+/// Where an increment landed, to take it back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stamp {
+    index: usize,
+    tag: u64,
+}
+
+impl Stamp {
+    /// The epoch (truncated to 32 bits) the increment was counted in.
+    pub(crate) fn epoch(self) -> u64 {
+        self.tag >> 32
+    }
+}
+
+/// The sliding window itself (no clock: callers pass the epoch).
+#[derive(Debug)]
+pub(crate) struct TimeWindow {
+    start: Instant,
+    width_nanos: u64,
+    slots: Box<[Slot]>,
+}
+
+impl TimeWindow {
+    /// A window of `span` (at least `SLOTS` ns) starting at `start`.
+    pub(crate) fn new(start: Instant, span: Duration) -> Self {
+        let nanos = u64::try_from(span.as_nanos()).unwrap_or(u64::MAX);
+        let width_nanos = (nanos / SLOTS).max(1);
+        let slots = (0..SLOTS)
+            .map(|_| Slot {
+                a: AtomicU64::new(0),
+                b: AtomicU64::new(0),
+            })
+            .collect();
+        Self {
+            start,
+            width_nanos,
+            slots,
+        }
+    }
+
+    /// The epoch (slot number since `start`) of `now`.
+    #[inline]
+    pub(crate) fn epoch(&self, now: Instant) -> u64 {
+        let nanos = now.saturating_duration_since(self.start).as_nanos();
+        u64::try_from(nanos).unwrap_or(u64::MAX) / self.width_nanos
+    }
+
+    #[inline]
+    fn slot(&self, index: u64) -> &Slot {
+        // `index < SLOTS == slots.len()`.
+        &self.slots[(index % SLOTS) as usize]
+    }
+
+    /// Counts one event at `epoch`. A thread that read the time just before a
+    /// slot was recycled for a later epoch counts its event in that later
+    /// epoch (slightly late, never lost).
+    #[inline]
+    pub(crate) fn add(&self, epoch: u64, which: Counter) -> Stamp {
+        let index = epoch % SLOTS;
+        let tag = (epoch & COUNT_MASK) << 32;
+        let counter = self.slot(index).counter(which);
+        let mut current = counter.load(Ordering::Acquire);
+        loop {
+            let current_tag = current & !COUNT_MASK;
+            let new = if current_tag == tag || is_later(current_tag, tag) {
+                // Current (or already recycled by a later epoch): bump,
+                // saturating the count rather than carrying into the tag.
+                if current & COUNT_MASK == COUNT_MASK {
+                    return Stamp {
+                        index: index as usize,
+                        tag: current_tag,
+                    };
+                }
+                current + 1
+            } else {
+                tag | 1
+            };
+            match counter.compare_exchange_weak(current, new, Ordering::SeqCst, Ordering::Acquire) {
+                Ok(_) => {
+                    return Stamp {
+                        index: index as usize,
+                        tag: new & !COUNT_MASK,
+                    };
+                }
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    /// Takes back the increment at `stamp`, if its slot still counts that
+    /// epoch (if it has been recycled, the increment is gone already).
+    pub(crate) fn undo(&self, stamp: Stamp, which: Counter) {
+        let Some(slot) = self.slots.get(stamp.index) else {
+            return;
+        };
+        let counter = slot.counter(which);
+        let mut current = counter.load(Ordering::Acquire);
+        while current & !COUNT_MASK == stamp.tag && current & COUNT_MASK > 0 {
+            match counter.compare_exchange_weak(
+                current,
+                current - 1,
+                Ordering::SeqCst,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return,
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    /// Takes back one event counted in the window at `epoch`: from the most
+    /// recent slot that still has one. Returns whether one was found.
+    pub(crate) fn take_back(&self, epoch: u64, which: Counter) -> bool {
+        for back in 0..SLOTS {
+            let Some(e) = epoch.checked_sub(back) else {
+                break;
+            };
+            let index = e % SLOTS;
+            let tag = (e & COUNT_MASK) << 32;
+            let counter = self.slot(index).counter(which);
+            let mut current = counter.load(Ordering::Acquire);
+            while current & !COUNT_MASK == tag && current & COUNT_MASK > 0 {
+                match counter.compare_exchange_weak(
+                    current,
+                    current - 1,
+                    Ordering::SeqCst,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) => return true,
+                    Err(actual) => current = actual,
+                }
+            }
+        }
+        false
+    }
+
+    /// The sums of both counters over the window ending at `epoch`.
+    #[inline]
+    pub(crate) fn sums(&self, epoch: u64) -> (u64, u64) {
+        let now_tag = epoch & COUNT_MASK;
+        let mut a = 0u64;
+        let mut b = 0u64;
+        for slot in &*self.slots {
+            a += in_window(slot.a.load(Ordering::SeqCst), now_tag);
+            b += in_window(slot.b.load(Ordering::SeqCst), now_tag);
+        }
+        (a, b)
+    }
+}
+
+/// The count of `word` if its tag is within `SLOTS` epochs before `now_tag`
+/// (inclusive), else 0.
+#[inline]
+fn in_window(word: u64, now_tag: u64) -> u64 {
+    let age = now_tag.wrapping_sub(word >> 32) & COUNT_MASK;
+    if age < SLOTS { word & COUNT_MASK } else { 0 }
+}
+
+/// Whether tag `a` is a later epoch than tag `b` (both in the high 32 bits),
+/// by wrapping distance.
+#[inline]
+fn is_later(a: u64, b: u64) -> bool {
+    let d = ((a >> 32).wrapping_sub(b >> 32)) & COUNT_MASK;
+    d != 0 && d < (1 << 31)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_slide_out_of_the_window() {
+        let start = Instant::now();
+        let w = TimeWindow::new(start, Duration::from_secs(10));
+        let at = |s: u64| w.epoch(start + Duration::from_millis(s));
+        w.add(at(0), Counter::A);
+        w.add(at(500), Counter::A);
+        w.add(at(1500), Counter::B);
+        assert_eq!(w.sums(at(1500)), (2, 1));
+        assert_eq!(w.sums(at(9999)), (2, 1));
+        assert_eq!(w.sums(at(10_000)), (0, 1), "slot 0 expired");
+        assert_eq!(w.sums(at(11_000)), (0, 0));
+        // Recycling a slot restarts its count.
+        w.add(at(10_000), Counter::A);
+        assert_eq!(w.sums(at(10_000)), (1, 1));
+    }
+
+    #[test]
+    fn undo_and_take_back() {
+        let start = Instant::now();
+        let w = TimeWindow::new(start, Duration::from_secs(1));
+        let s = w.add(0, Counter::B);
+        w.add(3, Counter::B);
+        w.undo(s, Counter::B);
+        assert_eq!(w.sums(3), (0, 1));
+        assert!(w.take_back(5, Counter::B));
+        assert_eq!(w.sums(5), (0, 0));
+        assert!(!w.take_back(5, Counter::B));
+        // A stamp whose slot was recycled is not undone.
+        let s = w.add(1, Counter::A);
+        w.add(11, Counter::A);
+        w.undo(s, Counter::A);
+        assert_eq!(w.sums(11), (1, 0));
+    }
+
+    #[test]
+    fn late_writer_counts_in_the_later_epoch() {
+        let w = TimeWindow::new(Instant::now(), Duration::from_secs(1));
+        w.add(12, Counter::A);
+        let s = w.add(2, Counter::A); // read the time before the recycle
+        assert_eq!(s.epoch(), 12);
+        assert_eq!(w.sums(12), (2, 0));
+    }
+
+    #[test]
+    fn tags_wrap() {
+        assert!(is_later(1 << 32, COUNT_MASK << 32));
+        assert!(!is_later(COUNT_MASK << 32, 1 << 32));
+        assert_eq!(in_window((COUNT_MASK << 32) | 7, 3), 7);
+        assert_eq!(in_window((COUNT_MASK << 32) | 7, 9), 0);
+    }
+}

@@ -1,0 +1,105 @@
+//! Proves the success path allocates nothing: a call whose first attempt
+//! succeeds makes no heap allocation, in either executor.
+//!
+//! A counting global allocator sees every allocation of the process, so this
+//! test runs without the parallel test harness (`harness = false`): nothing
+//! else runs while a region is measured.
+
+#![allow(clippy::print_stdout)] // a harness-less test reports its own result
+
+use std::alloc::System;
+use std::future::{Future, IntoFuture};
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
+use steadfast::backoff::Backoff;
+use steadfast::clock::{SystemClock, TokioClock};
+use steadfast::retry::{BlockingRetryable, Retryable};
+use steadfast::{Attempt, CancelToken, RetryPolicy};
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+fn allocations_during(f: impl FnOnce()) -> usize {
+    let region = Region::new(GLOBAL);
+    f();
+    let stats = region.change();
+    stats.allocations + stats.reallocations
+}
+
+fn poll_once<F: Future>(fut: F) -> Poll<F::Output> {
+    let mut cx = Context::from_waker(Waker::noop());
+    pin!(fut).poll(&mut cx)
+}
+
+fn main() {
+    let policy = RetryPolicy::builder()
+        .max_attempts(5)
+        .backoff(Backoff::default())
+        .build()
+        .expect("valid policy");
+    let shared = Arc::new(policy.clone());
+    let token = CancelToken::new();
+    let mut checks = 0;
+
+    // Warm up lazily initialised statics (tracing's callsite registry, ...).
+    for _ in 0..3 {
+        let _ = (|_: Attempt| Ok::<_, ()>(1)).retry_blocking(&policy).call();
+        let _ = poll_once(
+            (|_: Attempt| std::future::ready(Ok::<_, ()>(1)))
+                .retry(&policy)
+                .into_future(),
+        );
+    }
+
+    let n = allocations_during(|| {
+        let r = (|a: Attempt| Ok::<_, &str>(a.number))
+            .retry_blocking(&policy)
+            .clock(SystemClock)
+            .call();
+        assert_eq!(r, Ok(1));
+    });
+    assert_eq!(n, 0, "blocking executor, success path: {n} allocations");
+    checks += 1;
+
+    let n = allocations_during(|| {
+        let r = (|a: Attempt| Ok::<_, &str>(a.number))
+            .retry_blocking(shared.clone())
+            .when(|e: &&str| !e.is_empty())
+            .notify(|_: u32, _: Option<&&str>, _: Duration| {})
+            .cancel_on(token.clone())
+            .name("fetch")
+            .call();
+        assert_eq!(r, Ok(1));
+    });
+    assert_eq!(n, 0, "blocking executor with every option: {n} allocations");
+    checks += 1;
+
+    let n = allocations_during(|| {
+        let fut = (|a: Attempt| std::future::ready(Ok::<_, &str>(a.number)))
+            .retry(&policy)
+            .clock(TokioClock)
+            .into_future();
+        assert!(matches!(poll_once(fut), Poll::Ready(Ok(1))));
+    });
+    assert_eq!(n, 0, "async executor, success path: {n} allocations");
+    checks += 1;
+
+    let n = allocations_during(|| {
+        let fut = (|a: Attempt| std::future::ready(Ok::<_, &str>(a.number)))
+            .retry(shared.clone())
+            .when(|e: &&str| !e.is_empty())
+            .notify(|_: u32, _: Option<&&str>, _: Duration| {})
+            .cancel_on(token.clone())
+            .name("fetch")
+            .into_future();
+        assert!(matches!(poll_once(fut), Poll::Ready(Ok(1))));
+    });
+    assert_eq!(n, 0, "async executor with every option: {n} allocations");
+    checks += 1;
+
+    println!("success_path_allocations: {checks} passed, 0 failed");
+}
