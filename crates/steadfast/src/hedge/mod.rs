@@ -97,9 +97,11 @@
 //! `FuturesUnordered` is made, no task, no `Arc`). A copy whose reply is
 //! already there when its hedge falls due is handled first, so no needless
 //! hedge is made.
-//! Sending a hedge allocates the `FuturesUnordered` once per call (its ready
-//! queue) and one task node per hedged copy; re-arming the timer for the
-//! next copy makes a new sleep. An [`AdaptiveDelay`] costs one atomic load
+//! Sending the first hedge of a call costs three allocations (the
+//! `FuturesUnordered`'s ready queue and stub node, and the copy's task node),
+//! each further hedge one more; re-arming the timer for the next copy makes
+//! a new sleep. `tests/hedge_allocations.rs` checks these counts with a
+//! counting allocator. An [`AdaptiveDelay`] costs one atomic load
 //! per call and one ring-buffer store per success.
 
 mod attempt_set;
