@@ -113,7 +113,6 @@ fn main() {
             "the timer is armed"
         );
         assert!(matches!(fut.as_mut().poll(&mut cx), Poll::Ready(Ok(1))));
-        drop(fut);
         assert_eq!(sent, 1);
     });
     assert_eq!(
