@@ -822,3 +822,41 @@ async fn copies_run_under_the_ambient_deadline() {
         [(1, Some(d), Some(d)), (2, Some(d), Some(d))]
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_a6_token_bucket_stops_hedges_when_failures_mount() {
+    let bucket = Arc::new(
+        crate::control::TokenBucket::builder()
+            .max_tokens(10)
+            .token_ratio(0.1)
+            .build()
+            .unwrap(),
+    );
+    let policy = HedgePolicy::builder(ms(500))
+        .max_attempts(3)
+        .control(Arc::clone(&bucket) as Arc<dyn RetryControl>)
+        .build()
+        .unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let err = (|a: Attempt| async move {
+            tokio::time::sleep(ms(10)).await;
+            Err::<u32, Fail>(Fail::NonFatal(a.number))
+        })
+        .hedge(&policy)
+        .classify(classify)
+        .await
+        .unwrap_err();
+        seen.push((err.stats().sent, err.reason()));
+    }
+    // 10 tokens; each failure takes one; hedges stop at <= 5 tokens.
+    assert_eq!(
+        seen,
+        [
+            (3, StopReason::Exhausted),
+            (2, StopReason::Throttled),
+            (1, StopReason::Throttled),
+        ]
+    );
+    assert_eq!(bucket.milli_tokens(), 4000);
+}
