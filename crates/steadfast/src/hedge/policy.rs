@@ -115,6 +115,7 @@ pub struct HedgeState {
     hold_until: Option<Instant>,
     refused_by: Option<&'static str>,
     cut_by_deadline: bool,
+    stopped: bool,
     winner: Option<u32>,
 }
 
@@ -201,6 +202,7 @@ impl HedgeState {
     /// # Ok::<(), steadfast::ConfigError>(())
     /// ```
     pub fn stop_sending(&mut self) {
+        self.stopped = true;
         self.next_due = None;
     }
 
@@ -237,6 +239,7 @@ impl HedgeState {
             self.cut_by_deadline = true;
         } else {
             self.next_due = Some(at);
+            self.cut_by_deadline = false;
         }
     }
 }
@@ -432,6 +435,7 @@ impl HedgePolicy {
             hold_until: None,
             refused_by: None,
             cut_by_deadline: false,
+            stopped: false,
             winner: None,
         }
     }
@@ -679,7 +683,11 @@ impl HedgePolicy {
             let until = now.checked_add(d).unwrap_or(now);
             state.hold_until = Some(state.hold_until.map_or(until, |h| h.max(until)));
         }
-        if state.next_due.is_some() {
+        // The next copy, if there is one, goes now (or when the pushback
+        // ends). That includes a copy whose regular time fell past the
+        // deadline: sent now, it may still finish in time.
+        let more = state.sent < self.max_attempts && state.refused_by.is_none() && !state.stopped;
+        if more && (state.next_due.is_some() || state.cut_by_deadline) {
             let at = state.hold_until.map_or(now, |h| h.max(now));
             state.schedule_next(at);
         }

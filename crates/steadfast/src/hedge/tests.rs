@@ -860,3 +860,50 @@ async fn the_a6_token_bucket_stops_hedges_when_failures_mount() {
     );
     assert_eq!(bucket.milli_tokens(), 4000);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_failure_brings_forward_a_copy_the_deadline_had_cut() {
+    let s = Script::new();
+    let policy = HedgePolicy::builder(ms(500))
+        .max_attempts(4)
+        .max_elapsed(ms(1200))
+        .build()
+        .unwrap();
+    // Copy 4 would be due at 1500, past the deadline; copy 3 fails at 1100,
+    // so copy 4 goes at once and answers in time.
+    let r = s
+        .op(vec![
+            (FOREVER, Ok(1)),
+            (FOREVER, Ok(2)),
+            (100, Err(Fail::NonFatal(3))),
+            (50, Ok(4)),
+        ])
+        .hedge(&policy)
+        .classify(classify)
+        .await;
+    assert_eq!(r, Ok(4));
+    assert_eq!(s.times(), [(1, 0), (2, 500), (3, 1000), (4, 1100)]);
+}
+
+#[test]
+fn stop_sending_keeps_the_copies_in_flight_and_sends_no_more() {
+    let policy = policy(3, 100);
+    let clock = VirtualClock::manual();
+    let mut call = policy.start(&clock, None);
+    assert!(matches!(
+        policy.send_due(&mut call, &clock),
+        HedgeAction::Send(_)
+    ));
+    call.stop_sending();
+    clock.advance(ms(100));
+    assert_eq!(
+        policy.send_due(&mut call, &clock),
+        HedgeAction::WaitForOutcome
+    );
+    // A non-fatal failure does not bring a copy back.
+    assert_eq!(
+        policy.on_outcome(&mut call, 1, Verdict::Retry, &clock),
+        HedgeDecision::Stop(StopReason::Exhausted)
+    );
+    assert_eq!(call.sent(), 1);
+}
