@@ -85,7 +85,52 @@
 //! All the decisions live in [`HedgePolicy`] and a per-call [`HedgeState`]:
 //! [`HedgePolicy::start`], [`HedgePolicy::send_due`] (send, wait until, or
 //! stop) and [`HedgePolicy::on_outcome`] (succeed, continue, or stop). A
-//! simulator drives exactly these on virtual time; see [`HedgePolicy`].
+//! simulator drives exactly these on virtual time (the `_at` variants take
+//! its own instants). A complete event loop for one simulated call:
+//!
+//! ```
+//! use std::time::{Duration, Instant};
+//! use steadfast::{HedgeAction, HedgeDecision, HedgePolicy, Verdict};
+//!
+//! let ms = Duration::from_millis;
+//! // The simulated world: copy 1 is slow, the others fast.
+//! let latency = |copy: u32| if copy == 1 { ms(900) } else { ms(40) };
+//!
+//! let policy = HedgePolicy::builder(ms(100)).max_attempts(3).build()?;
+//! let t0 = Instant::now();
+//! let mut now = t0;
+//! let mut call = policy.start_at(now, None);
+//! let mut in_flight: Vec<(Instant, u32)> = Vec::new(); // (reply time, copy)
+//! let (winner, took) = loop {
+//!     let wake = loop {
+//!         match policy.send_due_at(&mut call, now) {
+//!             HedgeAction::Send(a) => in_flight.push((now + latency(a.number), a.number)),
+//!             HedgeAction::WaitUntil(t) => break Some(t),
+//!             HedgeAction::WaitForOutcome => break None,
+//!             HedgeAction::Stop(reason) => panic!("gave up: {reason}"),
+//!         }
+//!     };
+//!     in_flight.sort();
+//!     match (in_flight.first().copied(), wake) {
+//!         // The next event is a reply.
+//!         (Some((at, copy)), w) if w.is_none_or(|w| at <= w) => {
+//!             now = at;
+//!             in_flight.remove(0);
+//!             match policy.on_outcome_at(&mut call, copy, Verdict::Success, now) {
+//!                 HedgeDecision::Succeed => break (copy, now - t0),
+//!                 other => panic!("unexpected {other:?}"),
+//!             }
+//!         }
+//!         // The next event is a copy falling due.
+//!         (_, Some(w)) => now = w,
+//!         (_, None) => unreachable!("a reply or a due copy is always next"),
+//!     }
+//! };
+//! // Copy 2 went out at 100 ms and answered at 140 ms; copy 1 is cancelled.
+//! assert_eq!((winner, took), (2, ms(140)));
+//! assert_eq!(call.stats(now).cancelled, 1);
+//! # Ok::<(), steadfast::ConfigError>(())
+//! ```
 //!
 //! # What it costs
 //!
