@@ -162,6 +162,7 @@ impl<C: AsyncClock> Connector<C> {
             let fut = connect(Attempt {
                 number: attempt.number,
                 deadline: Some(attempt_deadline),
+                in_flight: attempt.in_flight,
             });
             let clock = clock.clone();
             async move {

@@ -2,6 +2,7 @@ use std::future::Ready;
 use std::time::Duration;
 
 use super::{AsPolicy, Attempt, Notify, Retry, cancel_reason, conclude};
+use crate::hedge::AttemptSet;
 use crate::{CancelToken, Classify, Clock, Deadline, Decision, RetryError, StopReason, Verdict};
 
 impl<F, P, K, N, C, T, E> Retry<F, P, K, N, C>
@@ -31,6 +32,7 @@ where
             let attempt = Attempt {
                 number: 1,
                 deadline: crate::deadline::current(),
+                in_flight: AttemptSet::new(),
             };
             let outcome = (self.op)(attempt);
             let verdict = self.classify.classify(&outcome);
@@ -73,6 +75,7 @@ where
                             policy.attempt_timeout(),
                             clock,
                         ),
+                        in_flight: AttemptSet::new(),
                     };
                     let outcome = match attempt.deadline {
                         Some(d) => crate::deadline::scope(d, || (self.op)(attempt)),

@@ -10,6 +10,7 @@ use super::blocking::{attempt_deadline, refused};
 use super::{AsPolicy, Attempt, Notify, Retry, cancel_reason, conclude};
 use crate::cancel::Cancelled;
 use crate::deadline::WithDeadline;
+use crate::hedge::AttemptSet;
 use crate::{AsyncClock, CallState, Classify, Deadline, Decision, RetryError, StopReason, Verdict};
 
 pin_project! {
@@ -327,6 +328,7 @@ where
         let attempt = Attempt {
             number: call.attempts().saturating_add(1),
             deadline,
+            in_flight: AttemptSet::new(),
         };
         let timer = deadline.map(|d| self.core.clock.sleep(d.remaining(self.core.clock.now())));
         self.timer.set(timer);

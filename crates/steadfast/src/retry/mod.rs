@@ -51,6 +51,7 @@ pub use future::RetryFuture;
 pub use notify::{Notify, NotifyAsync, NotifyFn};
 
 use crate::deadline::CancelCause;
+use crate::hedge::AttemptSet;
 use crate::{CallState, Deadline, RetryError, RetryPolicy, Schedule, StopReason};
 
 /// What the operation knows about the attempt it is making.
@@ -67,6 +68,11 @@ pub struct Attempt {
     /// ([`deadline::current`](crate::deadline::current)) while the attempt
     /// runs, so calls made inside it inherit it.
     pub deadline: Option<Deadline>,
+    /// The other attempts of the same call still in flight when this one
+    /// starts: always empty for a retry (attempts run one after another), the
+    /// earlier copies still running for a [hedged](crate::hedge) call. A
+    /// caller or load balancer can use it to send this copy elsewhere.
+    pub in_flight: AttemptSet,
 }
 
 impl Attempt {
@@ -80,6 +86,7 @@ impl Attempt {
         Self {
             number,
             deadline: None,
+            in_flight: AttemptSet::new(),
         }
     }
 
