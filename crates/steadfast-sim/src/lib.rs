@@ -5,12 +5,15 @@
 //! retry policies and controls on virtual time: every delay comes from a
 //! [`Schedule::next_delay`](steadfast::Schedule::next_delay), every retry
 //! decision from the retry engine, every admission or refusal from a
-//! [`RetryControl`](steadfast::RetryControl). The simulator models only the
+//! [`RetryControl`](steadfast::RetryControl), every hedge from a
+//! [`HedgePolicy`](steadfast::HedgePolicy). The simulator models only the
 //! world around them: clients, a server with a capacity, outages, latency.
 //!
 //! Scenarios:
 //! - [`herd`]: clients reconnecting after an outage, per jitter strategy;
-//! - [`storm`]: a retry storm during an incident, per retry control.
+//! - [`storm`]: a retry storm during an incident, per retry control;
+//! - [`tail`]: hedged requests against a heavy-tailed latency, per hedging
+//!   delay (the core's `HedgePolicy` and `AdaptiveDelay`).
 //!
 //! ```no_run
 //! let report = steadfast_sim::run_all(&steadfast_sim::SimConfig::default())?;
@@ -38,4 +41,4 @@ pub use agreement::Agreement;
 pub use dist::Latency;
 pub use error::SimError;
 pub use report::{Report, Scenario, SimConfig, run_all};
-pub use scenario::{herd, storm};
+pub use scenario::{herd, storm, tail};

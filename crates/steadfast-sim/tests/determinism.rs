@@ -30,6 +30,8 @@ fn different_seeds_give_different_numbers() {
     let (sa, sb) = (a.storm.unwrap(), b.storm.unwrap());
     assert_ne!(sa.strategies[0].calls, sb.strategies[0].calls);
     assert_ne!(sa.strategies, sb.strategies);
+    let (ta, tb) = (a.tail.unwrap(), b.tail.unwrap());
+    assert_ne!(ta.strategies, tb.strategies);
 }
 
 #[test]

@@ -25,8 +25,8 @@ fn report_folder_holds_valid_svg_png_and_an_index() {
         .iter()
         .filter(|f| f.extension().is_some_and(|e| e == "png"))
         .collect();
-    assert_eq!(svgs.len(), 4);
-    assert_eq!(pngs.len(), 4);
+    assert_eq!(svgs.len(), 5);
+    assert_eq!(pngs.len(), 5);
     for svg in &svgs {
         let text = std::fs::read_to_string(svg).unwrap();
         let doc =
@@ -72,6 +72,7 @@ fn report_folder_holds_valid_svg_png_and_an_index() {
     assert!(index.contains("<table>"));
     assert!(index.contains("Brooker"));
     assert!(index.contains("Site Reliability Engineering"));
+    assert!(index.contains("The Tail at Scale"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -81,6 +82,7 @@ fn summary_has_a_table_per_scenario_and_the_verdicts() {
     let text = report.summary();
     assert!(text.contains("== herd"));
     assert!(text.contains("== storm"));
+    assert!(text.contains("== tail"));
     for name in [
         "no jitter",
         "full jitter",

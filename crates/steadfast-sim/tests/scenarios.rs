@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use steadfast_sim::herd::{self, HerdConfig};
 use steadfast_sim::storm::{self, StormConfig, StormControl, StormStrategy};
+use steadfast_sim::tail::{self, TailConfig, TailHedge, TailStrategy};
 use steadfast_sim::{Latency, SimConfig, SimError};
 
 #[test]
@@ -262,4 +263,72 @@ fn bad_input_is_an_error_not_a_panic() {
         ..common::small()
     };
     assert!(steadfast_sim::run_all(&config).is_err());
+}
+
+#[test]
+fn tail_hedging_cuts_the_999th_percentile_many_times_for_a_few_percent_more_requests() {
+    let r = tail::run(&common::small_tail()).unwrap();
+    let none = r.strategy(tail::NO_HEDGING).unwrap();
+    let fixed = r.strategy(tail::FIXED_DELAY).unwrap();
+    let adaptive = r.strategy(tail::ADAPTIVE_DELAY).unwrap();
+    assert_eq!(none.requests, none.calls);
+    assert!(none.extra_requests.abs() < 1e-12);
+    for s in [fixed, adaptive] {
+        assert_eq!(s.succeeded, s.calls, "{}", s.name);
+        assert!(
+            s.p999_ms * 4.0 < none.p999_ms,
+            "{}: {} vs {}",
+            s.name,
+            s.p999_ms,
+            none.p999_ms
+        );
+        assert!(
+            s.extra_requests > 0.0 && s.extra_requests < 0.10,
+            "{}: {}",
+            s.name,
+            s.extra_requests
+        );
+        // Hedging leaves the fast majority alone.
+        assert!((s.p50_ms - none.p50_ms).abs() < 0.2, "{}", s.name);
+    }
+    assert!(
+        r.agreement.as_ref().unwrap().agrees,
+        "{}",
+        r.agreement.unwrap()
+    );
+}
+
+#[test]
+fn tail_bad_hedging_settings_are_core_errors() {
+    let config = TailConfig {
+        strategies: vec![TailStrategy {
+            name: "bad".into(),
+            hedge: TailHedge::Adaptive {
+                quantile: f64::NAN,
+                fallback: Duration::from_millis(1),
+                max_attempts: 2,
+            },
+        }],
+        ..common::small_tail()
+    };
+    assert!(matches!(tail::run(&config), Err(SimError::Core(_))));
+    let zero = TailConfig {
+        calls: 0,
+        ..common::small_tail()
+    };
+    assert!(matches!(
+        zero.validate(),
+        Err(SimError::Config { field: "calls", .. })
+    ));
+    let nan = TailConfig {
+        call_rate: f64::NAN,
+        ..common::small_tail()
+    };
+    assert!(matches!(
+        nan.validate(),
+        Err(SimError::Config {
+            field: "call_rate",
+            ..
+        })
+    ));
 }

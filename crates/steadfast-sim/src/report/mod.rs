@@ -19,7 +19,8 @@ use self::table::{Table, escape};
 use crate::engine::{nanos, secs};
 use crate::herd::{HerdConfig, HerdResult};
 use crate::storm::{IncidentKind, StormConfig, StormResult};
-use crate::{Agreement, SimError, herd, storm};
+use crate::tail::{TailConfig, TailResult};
+use crate::{Agreement, SimError, herd, storm, tail};
 
 /// A scenario, by name: what the CLI's `steadfast simulate <scenario>` selects.
 ///
@@ -37,11 +38,13 @@ pub enum Scenario {
     Herd,
     /// [`storm`]: retries during an incident.
     Storm,
+    /// [`tail`]: hedging against a heavy-tailed latency.
+    Tail,
 }
 
 impl Scenario {
     /// Every scenario, in report order.
-    pub const ALL: [Self; 2] = [Self::Herd, Self::Storm];
+    pub const ALL: [Self; 3] = [Self::Herd, Self::Storm, Self::Tail];
 
     /// The scenario's name.
     ///
@@ -53,6 +56,7 @@ impl Scenario {
         match self {
             Self::Herd => "herd",
             Self::Storm => "storm",
+            Self::Tail => "tail",
         }
     }
 }
@@ -70,7 +74,9 @@ impl std::str::FromStr for Scenario {
         Self::ALL
             .into_iter()
             .find(|k| k.name() == s.trim())
-            .ok_or_else(|| SimError::config("scenario", "name", "must be one of herd, storm", s))
+            .ok_or_else(|| {
+                SimError::config("scenario", "name", "must be one of herd, storm, tail", s)
+            })
     }
 }
 
@@ -90,6 +96,8 @@ pub struct SimConfig {
     pub herd: Option<HerdConfig>,
     /// The `storm` scenario.
     pub storm: Option<StormConfig>,
+    /// The `tail` scenario.
+    pub tail: Option<TailConfig>,
 }
 
 impl Default for SimConfig {
@@ -97,6 +105,7 @@ impl Default for SimConfig {
         Self {
             herd: Some(HerdConfig::default()),
             storm: Some(StormConfig::default()),
+            tail: Some(TailConfig::default()),
         }
     }
 }
@@ -114,6 +123,7 @@ impl SimConfig {
         Self {
             herd: None,
             storm: None,
+            tail: None,
         }
     }
 
@@ -129,6 +139,7 @@ impl SimConfig {
             match s {
                 Scenario::Herd => config.herd = Some(HerdConfig::default()),
                 Scenario::Storm => config.storm = Some(StormConfig::default()),
+                Scenario::Tail => config.tail = Some(TailConfig::default()),
             }
         }
         config
@@ -143,6 +154,9 @@ impl SimConfig {
         }
         if let Some(s) = &mut self.storm {
             s.seed = seed;
+        }
+        if let Some(t) = &mut self.tail {
+            t.seed = seed;
         }
         self
     }
@@ -165,6 +179,9 @@ impl SimConfig {
         }
         if let Some(s) = &self.storm {
             s.validate()?;
+        }
+        if let Some(t) = &self.tail {
+            t.validate()?;
         }
         Ok(())
     }
@@ -194,6 +211,7 @@ pub fn run_all(config: &SimConfig) -> Result<Report, SimError> {
     Ok(Report {
         herd: config.herd.as_ref().map(herd::run).transpose()?,
         storm: config.storm.as_ref().map(storm::run).transpose()?,
+        tail: config.tail.as_ref().map(tail::run).transpose()?,
     })
 }
 
@@ -210,6 +228,8 @@ pub struct Report {
     pub herd: Option<HerdResult>,
     /// The `storm` scenario's result, if it ran.
     pub storm: Option<StormResult>,
+    /// The `tail` scenario's result, if it ran.
+    pub tail: Option<TailResult>,
 }
 
 fn fmt_opt_secs(v: Option<f64>) -> String {
@@ -233,6 +253,9 @@ impl Report {
         }
         if let Some(s) = &self.storm {
             out.push(storm_section(s));
+        }
+        if let Some(t) = &self.tail {
+            out.push(tail_section(t));
         }
         out
     }
@@ -599,4 +622,67 @@ fn storm_bucket(r: &StormResult) -> u64 {
     r.strategies
         .first()
         .map_or(1, |s| s.attempts_per_bucket.bucket())
+}
+
+fn tail_section(r: &TailResult) -> Section {
+    let c = &r.config;
+    let mut table = Table::new(&[
+        "strategy",
+        "calls",
+        "requests",
+        "extra requests",
+        "p50 (ms)",
+        "p99 (ms)",
+        "p99.9 (ms)",
+        "mean (ms)",
+    ]);
+    for s in &r.strategies {
+        table.row(vec![
+            s.name.clone(),
+            s.calls.to_string(),
+            s.requests.to_string(),
+            format!("{:.1} %", s.extra_requests * 100.0),
+            format!("{:.2}", s.p50_ms),
+            format!("{:.2}", s.p99_ms),
+            format!("{:.2}", s.p999_ms),
+            format!("{:.2}", s.mean_ms),
+        ]);
+    }
+    let lines = r
+        .strategies
+        .iter()
+        .map(|s| Line {
+            name: s.name.clone(),
+            points: s.quantile_curve.clone(),
+        })
+        .collect();
+    Section {
+        id: "tail",
+        title: "tail: hedging against a heavy tail",
+        about: format!(
+            "{} calls at {:.0} calls/s; each request's service time is {} \
+             ({} slots, queue {}). Seed {}.",
+            c.calls,
+            c.call_rate,
+            c.server.latency,
+            c.server.concurrency,
+            c.server.queue_limit,
+            c.seed
+        ),
+        table,
+        agreement: r.agreement.clone(),
+        charts: vec![(
+            "tail_latency".to_owned(),
+            Chart {
+                title: "Call latency by percentile".to_owned(),
+                x_label: "nines (1 = p90, 2 = p99, 3 = p99.9)".to_owned(),
+                y_label: "latency (ms, log scale)".to_owned(),
+                lines,
+                shade: None,
+                log_y: true,
+                x_max: None,
+                legend_low: true, // the lines climb to the top right
+            },
+        )],
+    }
 }

@@ -2,6 +2,7 @@
 
 pub mod herd;
 pub mod storm;
+pub mod tail;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;

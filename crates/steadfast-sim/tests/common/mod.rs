@@ -7,6 +7,7 @@ use steadfast_sim::SimConfig;
 use steadfast_sim::herd::HerdConfig;
 use steadfast_sim::server::ServerConfig;
 use steadfast_sim::storm::{Incident, StormConfig};
+use steadfast_sim::tail::TailConfig;
 
 pub fn small_herd() -> HerdConfig {
     HerdConfig {
@@ -33,9 +34,17 @@ pub fn small_storm() -> StormConfig {
     }
 }
 
+pub fn small_tail() -> TailConfig {
+    TailConfig {
+        calls: 20_000,
+        ..TailConfig::default()
+    }
+}
+
 pub fn small() -> SimConfig {
     SimConfig {
         herd: Some(small_herd()),
         storm: Some(small_storm()),
+        tail: Some(small_tail()),
     }
 }
