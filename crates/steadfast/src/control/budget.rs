@@ -79,6 +79,8 @@ pub struct RetryBudget<C: Clock = SystemClock> {
     min_per_sec: u32,
     ttl: Duration,
     flag: RefusingFlag,
+    /// 1 + the epoch of the last refusal (0: never).
+    last_refusal: AtomicU64,
     refusals: AtomicU64,
 }
 
@@ -117,7 +119,8 @@ pub struct RetryBudgetSnapshot {
     /// Retries the budget would allow now (fractional: 0.5 is half of the
     /// next retry's cost).
     pub available: f64,
-    /// Whether the last decision was a refusal.
+    /// Whether the budget is in its refusing state: it refused, and has not
+    /// yet granted a retry in a later tenth of the ttl.
     pub refusing: bool,
     /// Retries refused so far.
     pub refusals: u64,
@@ -190,8 +193,22 @@ impl<C: Clock> RetryBudget<C> {
         self.reserve + self.deposit * i128::from(requests) - WITHDRAWAL * i128::from(retries)
     }
 
-    fn note(&self, refused: bool) {
-        if let Some(now_refusing) = self.flag.note(refused) {
+    /// Tracks the refusing state: up on a refusal, down on the first grant
+    /// in a later slot than the last refusal.
+    #[inline]
+    fn note(&self, refused: bool, epoch: u64) {
+        let change = if refused {
+            if self.last_refusal.load(Ordering::Relaxed) != epoch + 1 {
+                self.last_refusal.store(epoch + 1, Ordering::Relaxed);
+            }
+            self.flag.note(true, false)
+        } else if self.flag.get() {
+            let recovered = epoch + 1 > self.last_refusal.load(Ordering::Relaxed);
+            self.flag.note(false, recovered)
+        } else {
+            None
+        };
+        if let Some(now_refusing) = change {
             report_transition(NAME, now_refusing, &self.snapshot());
         }
     }
@@ -280,6 +297,7 @@ impl RetryBudgetBuilder {
             min_per_sec: self.min_per_sec,
             ttl: self.ttl,
             flag: RefusingFlag::new(),
+            last_refusal: AtomicU64::new(0),
             refusals: AtomicU64::new(0),
         })
     }
@@ -303,16 +321,17 @@ impl<C: Clock> RetryControl for RetryBudget<C> {
 
     #[inline]
     fn allow_retry(&self) -> Result<(), Refusal> {
-        let stamp = self.window.add(self.epoch(), RETRIES);
+        let epoch = self.epoch();
+        let stamp = self.window.add(epoch, RETRIES);
         // Sum at the epoch the withdrawal actually landed in.
         let (requests, retries) = self.window.sums(stamp.epoch());
         if self.balance(requests, retries) >= 0 {
-            self.note(false);
+            self.note(false, epoch);
             Ok(())
         } else {
             self.window.undo(stamp, RETRIES);
             self.refusals.fetch_add(1, Ordering::Relaxed);
-            self.note(true);
+            self.note(true, epoch);
             Err(Refusal { by: NAME })
         }
     }

@@ -3,7 +3,7 @@
 use std::fmt;
 
 use super::sync::{AtomicU64, Ordering};
-use super::{Outcome, Refusal, RetryControl, report_transition};
+use super::{Outcome, Refusal, RefusingFlag, RetryControl, report_transition};
 use crate::ConfigError;
 
 const NAME: &str = "token bucket";
@@ -50,6 +50,7 @@ pub struct TokenBucket {
     max_milli: u64,
     ratio_milli: u64,
     refusals: AtomicU64,
+    flag: RefusingFlag,
 }
 
 /// Builds a [`TokenBucket`]; see [`TokenBucket::builder`].
@@ -160,10 +161,10 @@ impl TokenBucket {
         milli_tokens <= self.max_milli / 2
     }
 
-    /// Moves the count by one CAS; returns `(old, new)`, or `None` when the
+    /// Moves the count by one CAS; returns the new count, or `None` when the
     /// count is already at the bound (no write at all).
     #[inline]
-    fn update(&self, outcome: Outcome) -> Option<(u64, u64)> {
+    fn update(&self, outcome: Outcome) -> Option<u64> {
         let mut old = self.milli_tokens.load(Ordering::Relaxed);
         loop {
             let new = match outcome {
@@ -179,7 +180,7 @@ impl TokenBucket {
                 Ordering::AcqRel,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => return Some((old, new)),
+                Ok(_) => return Some(new),
                 Err(current) => old = current,
             }
         }
@@ -256,6 +257,7 @@ impl TokenBucketBuilder {
             max_milli,
             ratio_milli,
             refusals: AtomicU64::new(0),
+            flag: RefusingFlag::new(),
         })
     }
 }
@@ -289,13 +291,11 @@ impl RetryControl for TokenBucket {
 
     #[inline]
     fn record(&self, outcome: Outcome) {
-        if let Some((old, new)) = self.update(outcome) {
-            let was = self.throttled_at(old);
-            let is = self.throttled_at(new);
-            // Each CAS is one step from its own `old`: exactly one update
-            // crosses the threshold each way, so no transition is reported twice.
-            if was != is {
-                report_transition(NAME, is, &self.snapshot());
+        if let Some(new) = self.update(outcome) {
+            // Refusing at the threshold; recovered at 3/4 of maxTokens.
+            let recovered = 4 * new >= 3 * self.max_milli;
+            if let Some(now_refusing) = self.flag.note(self.throttled_at(new), recovered) {
+                report_transition(NAME, now_refusing, &self.snapshot());
             }
         }
     }
