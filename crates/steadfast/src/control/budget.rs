@@ -41,8 +41,9 @@ const RETRIES: Counter = Counter::B;
 /// in steps of `ttl / 10`. Time comes from the injected [`Clock`], so tests
 /// and the simulator run on virtual time.
 ///
-/// **Concurrency.** A withdrawal first counts the retry, then checks the
-/// balance including it, and takes it back if the balance went negative.
+/// **Concurrency.** A withdrawal first looks (read-only) whether a retry's
+/// worth is left, then counts the retry, checks the balance including it and
+/// every racing withdrawal, and takes it back if the balance went negative.
 /// Two racing withdrawals can therefore both see each other and both be
 /// refused when only one retry was left (conservative), but the budget never
 /// grants more than it holds. Records are ignored: the budget counts calls
@@ -322,18 +323,23 @@ impl<C: Clock> RetryControl for RetryBudget<C> {
     #[inline]
     fn allow_retry(&self) -> Result<(), Refusal> {
         let epoch = self.epoch();
-        let stamp = self.window.add(epoch, RETRIES);
-        // Sum at the epoch the withdrawal actually landed in.
-        let (requests, retries) = self.window.sums(stamp.epoch());
-        if self.balance(requests, retries) >= 0 {
-            self.note(false, epoch);
-            Ok(())
-        } else {
+        // A read-only look first: an empty budget (the usual state while it
+        // refuses) is refused without writing to the shared counters.
+        let (requests, retries) = self.window.sums(epoch);
+        if self.balance(requests, retries) >= WITHDRAWAL {
+            let stamp = self.window.add(epoch, RETRIES);
+            // Check again including this withdrawal and every racing one,
+            // summing at the epoch the withdrawal actually landed in.
+            let (requests, retries) = self.window.sums(stamp.epoch());
+            if self.balance(requests, retries) >= 0 {
+                self.note(false, epoch);
+                return Ok(());
+            }
             self.window.undo(stamp, RETRIES);
-            self.refusals.fetch_add(1, Ordering::Relaxed);
-            self.note(true, epoch);
-            Err(Refusal { by: NAME })
         }
+        self.refusals.fetch_add(1, Ordering::Relaxed);
+        self.note(true, epoch);
+        Err(Refusal { by: NAME })
     }
 
     /// Takes back a deposit (the call was not sent after all: another
