@@ -16,6 +16,7 @@ mod config_error;
 pub mod control;
 pub mod deadline;
 mod error;
+pub mod hedge;
 pub mod policy;
 pub mod retry;
 mod rng;
@@ -28,6 +29,9 @@ pub use config_error::ConfigError;
 pub use control::{Outcome, Refusal, RetryControl};
 pub use deadline::Deadline;
 pub use error::RetryError;
+pub use hedge::{
+    HedgeAction, HedgeDecision, HedgeError, HedgePolicy, HedgeState, HedgeStats, Hedgeable,
+};
 pub use policy::{CallState, Decision, RetryPolicy, RetryPolicyBuilder, StopReason};
 pub use retry::{Attempt, BlockingRetryable, Retryable};
 pub use rng::Rng;

@@ -5,6 +5,8 @@
 //! Real time is used (this is an integration test), but nothing asserts a
 //! timing threshold other than generous upper bounds.
 
+#![cfg(feature = "tokio")]
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;

@@ -17,6 +17,11 @@ pub(super) fn nanos(d: Duration) -> f64 {
     (d.as_nanos() as f64).min(MAX_NS)
 }
 
+/// A duration in whole nanoseconds, saturating at `u64::MAX`.
+pub(super) fn nanos_u64(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
 /// Nanoseconds to a duration: saturating, NaN and negatives give zero.
 #[inline]
 pub(super) fn duration_from_nanos(ns: f64) -> Duration {
@@ -112,7 +117,7 @@ pub(super) enum Curve {
 /// | [`fibonacci()`](Self::fibonacci) | `initial * F(n+1)` (1, 1, 2, 3, 5, …) | 100 ms, max 10 s | none | yes |
 /// | [`decorrelated()`](Self::decorrelated) | `min(max, U(initial, 3 * prev))` | 100 ms, max 10 s | built in | yes |
 /// | [`decorrelated_v2()`](Self::decorrelated_v2) | Polly's V2 formula | median 100 ms, max 10 s | built in | yes |
-/// | [`grpc_go()`](Self::grpc_go) | `min(initial * multiplier^n, max)`, `n = 0` unjittered | 1 s, ×1.6, max 120 s | ±0.2 | **no** (spec) |
+/// | [`grpc_go()`](Self::grpc_go) | `min(initial * multiplier^n, max)`; `n = 0`: `initial` exactly | 1 s, ×1.6, max 120 s | ±0.2 | **no** (spec) |
 /// | [`grpc_a6()`](Self::grpc_a6) | `min(initial * multiplier^n, max) * U(0.8, 1.2)` | 100 ms, ×2, max 1 s | ±0.2 (fixed) | **no** (spec) |
 /// | [`grpc_a6_legacy()`](Self::grpc_a6_legacy) | `U(0, min(initial * multiplier^n, max))` | 100 ms, ×2, max 1 s | full (fixed) | yes (trivially) |
 ///
@@ -161,11 +166,20 @@ pub struct Backoff {
     pub(super) kind: Kind,
     pub(super) curve: Curve,
     pub(super) jitter: Jitter,
-    /// Whether the first delay (step 0) is jittered (not for grpc-go).
-    pub(super) jitter_first: bool,
+    /// `jitter` as `v * (a + b * U)`, precomputed: no dispatch per delay.
+    pub(super) jitter_ab: (f64, f64),
+    /// Whether `jitter` draws at all (not `Jitter::None`).
+    pub(super) jitter_draws: bool,
+    /// Whether the first delay (step 0) is `initial` exactly, neither capped
+    /// nor jittered (grpc-go's `Backoff(0)`, gRPC connection backoff).
+    pub(super) base_first: bool,
     /// Whether `max_delay` holds after jitter.
     pub(super) cap_after_jitter: bool,
-    pub(super) min_ns: f64,
+    /// The floor, exact.
+    pub(super) min_ns: u64,
+    /// The cap, exact (applied last).
+    pub(super) max_u64: u64,
+    /// The cap as a float (applied to the envelope).
     pub(super) max_ns: f64,
     pub(super) max_attempts: Option<u32>,
     pub(super) max_total: Option<Duration>,
@@ -192,9 +206,12 @@ impl Backoff {
             multiplier: 2.0,
         },
         jitter: Jitter::Full,
-        jitter_first: true,
+        jitter_ab: Jitter::Full.affine(),
+        jitter_draws: true,
+        base_first: false,
         cap_after_jitter: true,
-        min_ns: 0.0,
+        min_ns: 0,
+        max_u64: 10_000_000_000,
         max_ns: 10_000_000_000.0,
         max_attempts: None,
         max_total: None,
@@ -209,9 +226,12 @@ impl Backoff {
             multiplier: 1.6,
         },
         jitter: Jitter::Proportional(0.2),
-        jitter_first: false,
+        jitter_ab: Jitter::Proportional(0.2).affine(),
+        jitter_draws: true,
+        base_first: true,
         cap_after_jitter: false,
-        min_ns: 0.0,
+        min_ns: 0,
+        max_u64: 120_000_000_000,
         max_ns: 120_000_000_000.0,
         max_attempts: None,
         max_total: None,
@@ -255,6 +275,26 @@ impl Backoff {
         self.kind.name()
     }
 
+    /// The curve's first parameter: the interval of a constant schedule, the
+    /// initial delay or base of the others, the median first delay of
+    /// decorrelated V2.
+    ///
+    /// ```
+    /// assert_eq!(steadfast::Backoff::default().initial(), std::time::Duration::from_millis(100));
+    /// ```
+    #[must_use]
+    pub fn initial(&self) -> Duration {
+        match self.curve {
+            Curve::Shift { initial, .. } => Duration::from_nanos(initial),
+            Curve::Constant { interval: v }
+            | Curve::Linear { base: v, .. }
+            | Curve::Exponential { initial: v, .. }
+            | Curve::Fibonacci { initial: v }
+            | Curve::Decorrelated { base: v }
+            | Curve::DecorrelatedV2 { median: v } => duration_from_nanos(v),
+        }
+    }
+
     /// The jitter applied to the envelope (`Jitter::None` for schedules whose
     /// randomness is built in: the decorrelated ones; A6 reports its fixed jitter).
     ///
@@ -273,7 +313,7 @@ impl Backoff {
     /// ```
     #[must_use]
     pub fn max_delay(&self) -> Duration {
-        duration_from_nanos(self.max_ns)
+        Duration::from_nanos(self.max_u64)
     }
 
     /// The floor of each delay (after jitter).
@@ -283,7 +323,7 @@ impl Backoff {
     /// ```
     #[must_use]
     pub fn min_delay(&self) -> Duration {
-        duration_from_nanos(self.min_ns)
+        Duration::from_nanos(self.min_ns)
     }
 
     /// The limit on attempts, counting the first one (`None`: unlimited).
@@ -356,15 +396,52 @@ impl Backoff {
     #[must_use]
     pub fn delay_at(&self, n: u32, rng: &mut Rng) -> Duration {
         let mut state = ScheduleState::at_step(n);
-        duration_from_nanos(self.draw(&mut state, rng))
+        Duration::from_nanos(self.draw(&mut state, rng))
     }
 
     /// The next delay in nanoseconds (before `max_total_delay`), updating the
     /// curve memory in `state` (not the counters).
-    #[inline]
-    pub(super) fn draw(&self, state: &mut ScheduleState, rng: &mut Rng) -> f64 {
+    #[inline(always)]
+    pub(super) fn draw(&self, state: &mut ScheduleState, rng: &mut Rng) -> u64 {
         let step = state.step;
-        let envelope = match self.curve {
+        // The common curves first, tested in order (no jump table).
+        let envelope = if let Curve::Exponential {
+            initial,
+            multiplier,
+        } = self.curve
+        {
+            exponential::envelope(initial, multiplier, state)
+        } else if let Curve::Constant { interval } = self.curve {
+            interval
+        } else {
+            match self.other_envelope(state, rng) {
+                Ok(envelope) => envelope,
+                Err(done) => return done,
+            }
+        };
+        if !self.base_first || step > 0 {
+            // `min` maps NaN to the cap.
+            let capped = envelope.min(self.max_ns);
+            let jittered = if self.jitter_draws {
+                let (a, b) = self.jitter_ab;
+                capped * (a + b * rng.unit_f64())
+            } else {
+                capped
+            };
+            self.clamp(jittered)
+        } else {
+            // grpc-go: the first delay is the base delay, exactly.
+            self.clamp(envelope)
+        }
+    }
+
+    /// The envelope of the other curves (`Ok`), or the finished delay of
+    /// those whose randomness is their own (`Err`). Out of line, so that the
+    /// hot path (exponential and constant) stays small enough to inline.
+    #[inline(never)]
+    fn other_envelope(&self, state: &mut ScheduleState, rng: &mut Rng) -> Result<f64, u64> {
+        let step = state.step;
+        Ok(match self.curve {
             Curve::Constant { interval } => interval,
             Curve::Linear { base, step: inc } => linear::envelope(base, inc, step),
             Curve::Exponential {
@@ -374,24 +451,24 @@ impl Backoff {
             Curve::Shift { initial, shift } => shift::envelope(initial, shift, step),
             Curve::Fibonacci { initial } => fibonacci::envelope(initial, self.max_ns, state),
             Curve::Decorrelated { base } => {
-                let d = decorrelated::aws(base, self.max_ns, state, rng).max(self.min_ns);
-                state.mem = d;
-                return d;
+                let sleep = self.clamp(decorrelated::aws(base, self.max_ns, state, rng));
+                // The next draw is relative to this sleep.
+                state.mem = sleep as f64;
+                return Err(sleep);
             }
             Curve::DecorrelatedV2 { median } => {
-                return decorrelated::polly_v2(median, self.max_ns, state, rng).max(self.min_ns);
+                return Err(self.clamp(decorrelated::polly_v2(median, self.max_ns, state, rng)));
             }
-        };
-        // `min` maps NaN to the cap.
-        let capped = envelope.min(self.max_ns);
-        let jittered = if self.jitter_first || step > 0 {
-            self.jitter.apply(capped, rng)
-        } else {
-            capped
-        };
-        let floored = jittered.max(self.min_ns);
+        })
+    }
+
+    /// Float nanoseconds to whole ones (saturating; NaN gives 0), then the
+    /// floor, then the cap where it holds after jitter; exact in integers.
+    #[inline(always)]
+    fn clamp(&self, ns: f64) -> u64 {
+        let floored = (ns as u64).max(self.min_ns);
         if self.cap_after_jitter {
-            floored.min(self.max_ns)
+            floored.min(self.max_u64)
         } else {
             floored
         }
@@ -416,19 +493,34 @@ impl Schedule for Backoff {
             }
             None => None,
         };
-        let mut delay = duration_from_nanos(self.draw(state, rng));
+        let mut delay = Duration::from_nanos(self.draw(state, rng));
         if let Some(left) = remaining {
             delay = delay.min(left);
         }
         state.retries = state.retries.saturating_add(1);
         state.step = state.step.saturating_add(1);
         state.prev = delay;
-        state.total = state.total.saturating_add(delay);
+        state.total = add_saturating(state.total, delay);
         Some(delay)
     }
 
     fn seed(&self) -> Option<u64> {
         self.seed
+    }
+}
+
+/// `a + b`, saturating at `Duration::MAX`, without a branch on the carry of
+/// the nanoseconds (jittered delays make that branch unpredictable).
+/// `b` is a delay (at most `u64::MAX` ns, about 1.8e10 s), so
+/// `b.as_secs() + 1` cannot overflow.
+#[inline(always)]
+fn add_saturating(a: Duration, b: Duration) -> Duration {
+    let nanos = a.subsec_nanos() + b.subsec_nanos();
+    let carry = u32::from(nanos >= 1_000_000_000);
+    let nanos = nanos - carry * 1_000_000_000;
+    match a.as_secs().checked_add(b.as_secs() + u64::from(carry)) {
+        Some(secs) => Duration::new(secs, nanos),
+        None => Duration::MAX,
     }
 }
 
@@ -725,8 +817,10 @@ impl BackoffBuilder {
         let initial = nanos(self.initial.unwrap_or(default_initial));
         let multiplier = self.multiplier.unwrap_or(default_multiplier);
         let jitter = self.jitter.unwrap_or(default_jitter);
-        let max_ns = self.max_delay.or(default_max).map_or(MAX_NS, nanos);
-        let min_ns = self.min_delay.map_or(0.0, nanos);
+        let max = self.max_delay.or(default_max);
+        let max_ns = max.map_or(MAX_NS, nanos);
+        let max_u64 = max.map_or(u64::MAX, nanos_u64);
+        let min_ns = self.min_delay.map_or(0, nanos_u64);
 
         match kind {
             Kind::GrpcA6 | Kind::GrpcA6Legacy => {
@@ -768,12 +862,12 @@ impl BackoffBuilder {
                 shift,
             ));
         }
-        if min_ns > max_ns {
+        if min_ns > max_u64 {
             return Err(ConfigError::new(
                 c,
                 "min_delay",
                 "must not exceed max_delay",
-                (self.min_delay, duration_from_nanos(max_ns)),
+                (self.min_delay, max),
             ));
         }
         if self.max_attempts == Some(0) {
@@ -798,8 +892,7 @@ impl BackoffBuilder {
                 }
             }
             Kind::ShiftExponential => Curve::Shift {
-                initial: u64::try_from(self.initial.unwrap_or(default_initial).as_nanos())
-                    .unwrap_or(u64::MAX),
+                initial: nanos_u64(self.initial.unwrap_or(default_initial)),
                 shift,
             },
             Kind::Fibonacci => Curve::Fibonacci { initial },
@@ -810,9 +903,12 @@ impl BackoffBuilder {
             kind,
             curve,
             jitter,
-            jitter_first: kind != Kind::GrpcGo,
+            jitter_ab: jitter.affine(),
+            jitter_draws: jitter != Jitter::None,
+            base_first: kind == Kind::GrpcGo,
             cap_after_jitter: !matches!(kind, Kind::GrpcGo | Kind::GrpcA6),
             min_ns,
+            max_u64,
             max_ns,
             max_attempts: self.max_attempts,
             max_total: self.max_total_delay,

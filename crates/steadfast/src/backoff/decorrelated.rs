@@ -62,8 +62,9 @@ impl Backoff {
     }
 }
 
-/// AWS decorrelated jitter, capped; `state.mem` is the previous sleep.
-#[inline]
+/// AWS decorrelated jitter, capped; `state.mem` is the previous sleep
+/// (the caller stores the new one).
+#[inline(never)]
 pub(super) fn aws(base: f64, cap: f64, state: &ScheduleState, rng: &mut Rng) -> f64 {
     let prev = if state.step > 0 && state.mem >= 0.0 {
         state.mem
@@ -84,7 +85,7 @@ fn v2_term(t: f64) -> f64 {
 }
 
 /// Polly's decorrelated jitter V2, capped; `state.mem` is the previous term.
-#[inline]
+#[inline(never)]
 pub(super) fn polly_v2(median: f64, cap: f64, state: &mut ScheduleState, rng: &mut Rng) -> f64 {
     let n = f64::from(state.step);
     let prev = if state.step == 0 {
@@ -115,6 +116,54 @@ mod tests {
         for b in [Backoff::decorrelated(), Backoff::decorrelated_v2()] {
             let err = b.jitter(Jitter::Full).build().unwrap_err();
             assert_eq!(err.field(), "jitter");
+        }
+    }
+
+    #[test]
+    fn aws_matches_the_formula_draw_by_draw() {
+        // sleep = min(cap, U(base, prev * 3)), prev = base before the first.
+        let (base, cap) = (50e6, 2e9);
+        let b = Backoff::decorrelated()
+            .initial(Duration::from_millis(50))
+            .max_delay(Duration::from_secs(2))
+            .build()
+            .unwrap();
+        let mut rng = Rng::with_seed(17);
+        let mut draws = rng.clone();
+        let mut state = ScheduleState::new();
+        let mut prev: f64 = base;
+        for _ in 0..40 {
+            let u = draws.unit_f64();
+            let want = (base + (prev * 3.0 - base) * u).min(cap) as u64;
+            let got = b.next_delay(&mut state, &mut rng).unwrap();
+            assert_eq!(got, Duration::from_nanos(want));
+            prev = want as f64;
+        }
+    }
+
+    #[test]
+    fn polly_v2_matches_the_formula_draw_by_draw() {
+        // t = n + U; next = 2^t * tanh(sqrt(4 t)); delay = (next - prev) / 1.4 * m.
+        let m = 200e6;
+        let b = Backoff::decorrelated_v2()
+            .initial(Duration::from_millis(200))
+            .max_delay(Duration::from_secs(3600))
+            .build()
+            .unwrap();
+        let mut rng = Rng::with_seed(23);
+        let mut draws = rng.clone();
+        let mut state = ScheduleState::new();
+        let mut prev = 0.0;
+        for n in 0..20 {
+            let t = f64::from(n) + draws.unit_f64();
+            let next = 2f64.powf(t) * (4.0 * t).sqrt().tanh();
+            let want = ((next - prev) / 1.4 * m).min(3600e9);
+            prev = next;
+            let got = b.next_delay(&mut state, &mut rng).unwrap().as_nanos() as f64;
+            assert!(
+                (got - want).abs() <= want * 1e-12 + 1.0,
+                "n={n}: {got} vs {want}"
+            );
         }
     }
 

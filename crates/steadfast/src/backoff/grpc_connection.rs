@@ -363,6 +363,20 @@ impl ConnectionBackoff {
     /// `current_backoff = min(current_backoff * MULTIPLIER, MAX_BACKOFF)` and
     /// `current_deadline = now + current_backoff ± JITTER * current_backoff`.
     /// Returns the attempt's connect deadline and the instant to retry at.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use steadfast::{GrpcConnectionBackoff, Rng};
+    /// let mut conn = GrpcConnectionBackoff::default().connection(Rng::with_seed(3));
+    /// let start = Instant::now();
+    /// let mut now = start;
+    /// for _ in 0..12 {
+    ///     let attempt = conn.next_attempt(now);
+    ///     // A failed attempt that took its whole connect timeout:
+    ///     now = attempt.connect_deadline.max(attempt.retry_at);
+    /// }
+    /// assert_eq!(conn.current_backoff(), Duration::from_secs(120));
+    /// ```
     pub fn next_attempt(&mut self, now: Instant) -> ConnectAttempt {
         let config = &self.config;
         let wait = if self.attempts == 0 {

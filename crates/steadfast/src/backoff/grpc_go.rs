@@ -5,7 +5,8 @@ use super::builder::{BackoffBuilder, Kind};
 
 impl Backoff {
     /// grpc-go's stateless `Backoff(retries)` as a schedule: delay 0 is
-    /// `initial` exactly (no jitter); delay `n > 0` is
+    /// `initial` exactly (no jitter, and not capped, as in grpc-go and in
+    /// the connection-backoff algorithm); delay `n > 0` is
     /// `min(initial * multiplier^n, max) * (1 + f * U(-1, 1))`, never below
     /// zero. Defaults (grpc-go's `DefaultConfig`, the values of gRPC's
     /// connection-backoff document): initial 1 s, multiplier 1.6,
@@ -86,6 +87,17 @@ mod tests {
         }
         s.reset_curve();
         assert_eq!(b.next_delay(&mut s, &mut rng), Some(Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn first_delay_is_the_base_even_above_max() {
+        let b = Backoff::grpc_go()
+            .initial(Duration::from_secs(200))
+            .build()
+            .unwrap();
+        let d: Vec<Duration> = b.delays_seeded(1).take(3).collect();
+        assert_eq!(d[0], Duration::from_secs(200));
+        assert!(d[1..].iter().all(|x| *x <= Duration::from_secs(144)));
     }
 
     #[test]

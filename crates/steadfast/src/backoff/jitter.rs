@@ -80,11 +80,31 @@ impl Jitter {
     #[inline]
     #[must_use]
     pub fn apply(self, v: f64, rng: &mut Rng) -> f64 {
+        if self == Self::None {
+            return v;
+        }
+        let (a, b) = self.affine();
+        v * (a + b * rng.unit_f64())
+    }
+
+    /// This jitter as an affine map of one uniform draw `U` in `[0, 1)`: the
+    /// delay is `v * (a + b * U)`. Schedules precompute it, so a delay costs
+    /// no dispatch on the kind of jitter.
+    ///
+    /// ```
+    /// use steadfast::Jitter;
+    /// assert_eq!(Jitter::Full.affine(), (0.0, 1.0));
+    /// assert_eq!(Jitter::Equal.affine(), (0.5, 0.5));
+    /// assert_eq!(Jitter::Proportional(0.25).affine(), (0.75, 0.5));
+    /// assert_eq!(Jitter::None.affine(), (1.0, 0.0));
+    /// ```
+    #[must_use]
+    pub const fn affine(self) -> (f64, f64) {
         match self {
-            Self::None => v,
-            Self::Proportional(f) => v * (1.0 + f * (2.0 * rng.unit_f64() - 1.0)),
-            Self::Full => v * rng.unit_f64(),
-            Self::Equal => v * 0.5f64.mul_add(rng.unit_f64(), 0.5),
+            Self::None => (1.0, 0.0),
+            Self::Proportional(f) => (1.0 - f, 2.0 * f),
+            Self::Full => (0.0, 1.0),
+            Self::Equal => (0.5, 0.5),
         }
     }
 

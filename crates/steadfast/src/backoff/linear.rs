@@ -24,7 +24,7 @@ impl Backoff {
 /// `MAX_NS + MAX_NS * u32::MAX`).
 #[inline]
 pub(super) fn envelope(base: f64, inc: f64, step: u32) -> f64 {
-    inc.mul_add(f64::from(step), base)
+    base + inc * f64::from(step)
 }
 
 #[cfg(test)]

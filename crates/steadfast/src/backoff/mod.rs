@@ -3,6 +3,50 @@
 //! A schedule is a pure value: given the per-call [`ScheduleState`] and a
 //! random source it gives the next delay. It holds no clock and does no I/O,
 //! so it is cheap to clone, trivially testable and deterministic under a seed.
+//!
+//! - [`Backoff`]: the built-in schedules as one `Copy` value — constant,
+//!   linear, exponential, shift-exponential, Fibonacci, decorrelated jitter
+//!   (AWS and Polly V2), grpc-go, and gRFC A6 (current and legacy) — each
+//!   made by a [`BackoffBuilder`] with documented defaults, plus the limits
+//!   every schedule shares (`max_attempts` counting the first attempt,
+//!   `max_delay`, `min_delay`, `max_total_delay`) and an optional seed.
+//! - [`Jitter`]: none, proportional (±f), full, or equal — a separate choice.
+//! - [`Delays`]: any schedule as an `Iterator<Item = Duration>`.
+//! - [`GrpcConnectionBackoff`] / [`ConnectionBackoff`]: gRPC's connection
+//!   backoff, with the connect deadline of each attempt.
+//!
+//! The files follow the curves: `constant.rs`, `linear.rs`, `exponential.rs`,
+//! `shift.rs`, `fibonacci.rs`, `decorrelated.rs`, `grpc_go.rs`, `a6.rs`,
+//! `grpc_connection.rs`; the value, its builder and the shared pipeline are in
+//! `builder.rs`, jitter in `jitter.rs`, the iterator in `delays.rs`.
+//!
+//! # Cost
+//!
+//! `next_delay` keeps the unjittered envelope in the state (as `f64`
+//! nanoseconds) and multiplies it once per step: no `powf`, no
+//! `Duration::from_secs_f64`, no lock, no allocation; one random draw per
+//! jittered delay. Every conversion saturates: any step up to `u32::MAX`
+//! gives a valid delay, at most `u64::MAX` nanoseconds.
+//!
+//! ```
+//! use std::time::Duration;
+//! use steadfast::{Backoff, Jitter, Rng, Schedule, ScheduleState};
+//!
+//! let backoff = Backoff::exponential()
+//!     .initial(Duration::from_millis(100))
+//!     .max_delay(Duration::from_secs(5))
+//!     .jitter(Jitter::Full)
+//!     .max_attempts(4)
+//!     .build()?;
+//! // What an executor does, once a call has failed:
+//! let mut state = ScheduleState::new();
+//! let mut rng = Rng::seeded_or_entropy(backoff.seed());
+//! while let Some(delay) = backoff.next_delay(&mut state, &mut rng) {
+//!     assert!(delay <= Duration::from_secs(5));
+//! }
+//! assert_eq!(state.retries, 3);
+//! # Ok::<(), steadfast::ConfigError>(())
+//! ```
 
 use std::fmt;
 use std::time::Duration;
@@ -34,6 +78,27 @@ pub use jitter::Jitter;
 /// Implement it to plug a custom schedule into a
 /// [`RetryPolicy`](crate::RetryPolicy); the built-in [`Backoff`] covers
 /// the common and the specified curves.
+///
+/// ```
+/// use std::time::Duration;
+/// use steadfast::{Rng, Schedule, ScheduleState};
+///
+/// /// Waits 10 ms, then 20 ms, then gives up.
+/// #[derive(Debug)]
+/// struct Twice;
+/// impl Schedule for Twice {
+///     fn next_delay(&self, state: &mut ScheduleState, _rng: &mut Rng) -> Option<Duration> {
+///         let d = [10, 20].get(state.retries as usize).map(|ms| Duration::from_millis(*ms))?;
+///         state.retries += 1;
+///         state.step += 1;
+///         state.prev = d;
+///         state.total += d;
+///         Some(d)
+///     }
+/// }
+/// let delays: Vec<_> = steadfast::backoff::Delays::new(Twice, Rng::with_seed(0)).collect();
+/// assert_eq!(delays, [Duration::from_millis(10), Duration::from_millis(20)]);
+/// ```
 pub trait Schedule: fmt::Debug + Send + Sync {
     /// The delay before the next retry, advancing `state`; `None` when the
     /// schedule's own limits (attempts, total delay) are used up.

@@ -58,7 +58,10 @@ thread_local! {
 #[inline]
 #[must_use]
 pub fn current() -> Option<Deadline> {
-    CURRENT.with(Cell::get)
+    // `try_with`: while the thread's locals are being torn down (a future
+    // dropped or polled from a thread-local destructor) there is simply no
+    // ambient deadline, rather than a panic.
+    CURRENT.try_with(Cell::get).unwrap_or(None)
 }
 
 /// Restores the previous ambient deadline when dropped, even on unwind.
@@ -68,18 +71,21 @@ impl Restore {
     /// Installs the earlier of `deadline` and the one in force.
     #[inline]
     fn enter(deadline: Option<Deadline>) -> Self {
-        CURRENT.with(|slot| {
-            let previous = slot.get();
-            slot.set(Deadline::earliest(previous, deadline));
-            Self(previous)
-        })
+        let previous = CURRENT
+            .try_with(|slot| {
+                let previous = slot.get();
+                slot.set(Deadline::earliest(previous, deadline));
+                previous
+            })
+            .unwrap_or(None);
+        Self(previous)
     }
 }
 
 impl Drop for Restore {
     #[inline]
     fn drop(&mut self) {
-        CURRENT.with(|slot| slot.set(self.0));
+        let _ = CURRENT.try_with(|slot| slot.set(self.0));
     }
 }
 
@@ -175,6 +181,13 @@ pin_project_lite::pin_project! {
 }
 
 impl<F> WithDeadline<F> {
+    /// Runs `inner` with exactly `deadline` as its ambient deadline (the
+    /// executors use it for each attempt, whose deadline already includes
+    /// every enclosing one).
+    pub(crate) fn exactly(inner: F, deadline: Option<Deadline>) -> Self {
+        Self { inner, deadline }
+    }
+
     /// The deadline this wrapper installs (before narrowing by any scope it
     /// is polled in).
     #[must_use]
@@ -195,8 +208,14 @@ impl<F: Future> Future for WithDeadline<F> {
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
-        let _restore = Restore::enter(*this.deadline);
-        this.inner.poll(cx)
+        match *this.deadline {
+            // No deadline of its own: the one in force (if any) stays.
+            None => this.inner.poll(cx),
+            Some(deadline) => {
+                let _restore = Restore::enter(Some(deadline));
+                this.inner.poll(cx)
+            }
+        }
     }
 }
 

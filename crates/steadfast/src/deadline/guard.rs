@@ -193,6 +193,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "tokio")]
     #[tokio::test(start_paused = true)]
     async fn spawned_timer_fires_on_paused_tokio_time() {
         let clock = crate::clock::TokioClock;

@@ -12,6 +12,7 @@
 //! | [`GrpcTimeout`], [`DeadlineHeader`] | the time left on the wire (`grpc-timeout`, or a configurable HTTP header) |
 //! | [`DeadlineGuard`], [`cancel_at`] | server side: a [`CancelToken`](crate::CancelToken) that fires when the deadline passes or the request is dropped |
 //! | [`timeout_at`], [`timeout`], [`DeadlineExceeded`], [`CancelCause`] | run a future under a deadline; tell a passed deadline from a cancellation |
+//! | [`Connector`] | connect with a deadline: retry with gRPC connection backoff until connected or out of time |
 //!
 //! # The rule for every outgoing call
 //!
@@ -74,6 +75,7 @@
 
 mod ambient;
 mod budget;
+mod connect;
 mod grpc_timeout;
 mod guard;
 mod header;
@@ -87,6 +89,7 @@ use crate::clock::Clock;
 
 pub use ambient::{WithDeadline, WithDeadlineExt, current, inherit, scope, scope_async};
 pub use budget::TimeBudget;
+pub use connect::{ConnectFailure, Connector, ConnectorBuilder};
 pub use grpc_timeout::{GrpcTimeout, MAX_TIMEOUT_VALUE, TimeoutUnit};
 pub use guard::DeadlineGuard;
 pub use header::{
@@ -280,4 +283,98 @@ impl Deadline {
 pub(crate) fn far_future(now: Instant) -> Instant {
     const THIRTY_YEARS: Duration = Duration::from_secs(30 * 365 * 24 * 3600);
     now.checked_add(THIRTY_YEARS).unwrap_or(now)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::VirtualClock;
+
+    #[test]
+    fn remaining_and_expiry_on_the_boundary() {
+        let clock = VirtualClock::manual();
+        let d = Deadline::from_now(&clock, Duration::from_millis(10));
+        clock.advance(Duration::from_millis(9));
+        assert_eq!(d.remaining(clock.now()), Duration::from_millis(1));
+        assert!(!d.is_expired(clock.now()));
+        clock.advance(Duration::from_millis(1));
+        assert_eq!(d.remaining(clock.now()), Duration::ZERO);
+        assert!(d.is_expired(clock.now()));
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(d.remaining(clock.now()), Duration::ZERO);
+    }
+
+    #[test]
+    fn after_saturates_instead_of_overflowing() {
+        let now = VirtualClock::new().now();
+        let d = Deadline::after(now, Duration::MAX);
+        assert!(d.instant() > now);
+        assert!(!d.is_expired(now));
+    }
+
+    #[test]
+    fn earliest_of_many() {
+        let now = VirtualClock::new().now();
+        let ds: Vec<Deadline> = [5u64, 3, 9, 3]
+            .iter()
+            .map(|&s| Deadline::after(now, Duration::from_secs(s)))
+            .collect();
+        assert_eq!(
+            Deadline::earliest_of(ds.iter().copied()),
+            Some(Deadline::after(now, Duration::from_secs(3)))
+        );
+        assert_eq!(Deadline::earliest(None, None), None);
+        assert_eq!(Deadline::earliest(Some(ds[0]), None), Some(ds[0]));
+        assert_eq!(Deadline::earliest(None, Some(ds[1])), Some(ds[1]));
+        assert_eq!(ds[0].min(ds[1]), ds[1]);
+        assert_eq!(ds[1].min(ds[0]), ds[1]);
+    }
+
+    #[test]
+    fn shaving_never_lengthens() {
+        let clock = VirtualClock::manual();
+        let now = clock.now();
+        let d = Deadline::after(now, Duration::from_millis(100));
+        assert_eq!(d.shave(Duration::ZERO, now), d);
+        assert_eq!(
+            d.shave(Duration::from_millis(30), now).remaining(now),
+            Duration::from_millis(70)
+        );
+        // A margin reaching back past anything the platform can represent.
+        let huge = d.shave(Duration::MAX, now);
+        assert!(huge <= d);
+        assert!(huge.is_expired(now));
+        // An already-expired deadline stays expired and never moves later.
+        clock.advance(Duration::from_secs(1));
+        let late = clock.now();
+        let shaved = d.shave(Duration::MAX, late);
+        assert!(shaved <= d && shaved.is_expired(late));
+    }
+
+    #[test]
+    fn outgoing_call_bounds() {
+        let clock = VirtualClock::manual();
+        let d = Deadline::from_now(&clock, Duration::from_secs(1));
+        clock.advance(Duration::from_millis(200));
+        let now = clock.now();
+        assert_eq!(d.call_timeout(now, None), Duration::from_millis(800));
+        assert_eq!(
+            d.call_timeout(now, Some(Duration::from_secs(2))),
+            Duration::from_millis(800)
+        );
+        assert_eq!(
+            d.call_timeout(now, Some(Duration::from_millis(50))),
+            Duration::from_millis(50)
+        );
+        assert_eq!(d.for_call(now, Some(Duration::from_secs(2))), d);
+        assert_eq!(
+            d.for_call(now, Some(Duration::from_millis(50))),
+            Deadline::after(now, Duration::from_millis(50))
+        );
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(
+            d.call_timeout(clock.now(), Some(Duration::from_secs(2))),
+            Duration::ZERO
+        );
+    }
 }

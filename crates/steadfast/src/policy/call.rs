@@ -14,9 +14,10 @@ pub struct CallState {
     attempts: u32,
     deadline: Option<Deadline>,
     started: Option<Instant>,
-    schedule: ScheduleState,
-    rng: Option<Rng>,
     refused_by: Option<&'static str>,
+    /// The backoff progress and the random source, made at the first
+    /// retry: a call that succeeds at once never initialises them.
+    backoff: Option<(ScheduleState, Rng)>,
 }
 
 impl CallState {
@@ -53,10 +54,11 @@ impl CallState {
         self.refused_by
     }
 
-    /// The backoff progress: retries scheduled, last delay, total delay.
+    /// The backoff progress (retries scheduled, last delay, total delay),
+    /// once the call has retried.
     #[must_use]
-    pub fn schedule_state(&self) -> &ScheduleState {
-        &self.schedule
+    pub fn schedule_state(&self) -> Option<&ScheduleState> {
+        self.backoff.as_ref().map(|(s, _)| s)
     }
 
     /// Counts an attempt that was abandoned before it finished (cut off by
@@ -95,9 +97,8 @@ impl<S: Schedule> RetryPolicy<S> {
             attempts: 0,
             deadline: Deadline::earliest(deadline, crate::deadline::current()),
             started: None,
-            schedule: ScheduleState::new(),
-            rng: None,
             refused_by: None,
+            backoff: None,
         };
         if let Some(limit) = self.max_elapsed {
             let now = clock.now();
@@ -125,15 +126,29 @@ impl<S: Schedule> RetryPolicy<S> {
     ///    [`StopReason::Throttled`].
     ///
     /// Reads `clock` only for a failure, never for a success.
+    #[inline]
     pub fn decide<C: Clock>(&self, state: &mut CallState, verdict: Verdict, clock: &C) -> Decision {
         state.attempts = state.attempts.saturating_add(1);
-        let hint = match verdict {
-            Verdict::Success => {
-                if let Some(control) = &self.control {
-                    control.record(Outcome::Success);
-                }
-                return Decision::Succeed;
+        if verdict == Verdict::Success {
+            if let Some(control) = &self.control {
+                control.record(Outcome::Success);
             }
+            return Decision::Succeed;
+        }
+        self.decide_failure(state, verdict, clock)
+    }
+
+    /// [`decide`](Self::decide) for everything but a success, kept out of
+    /// line so the success path stays small.
+    #[inline(never)]
+    fn decide_failure<C: Clock>(
+        &self,
+        state: &mut CallState,
+        verdict: Verdict,
+        clock: &C,
+    ) -> Decision {
+        let hint = match verdict {
+            Verdict::Success => return Decision::Succeed,
             Verdict::Stop => return Decision::Stop(StopReason::Permanent),
             Verdict::Retry => None,
             Verdict::RetryAfter(hint) => Some(hint),
@@ -151,23 +166,24 @@ impl<S: Schedule> RetryPolicy<S> {
         if state.attempts >= self.max_attempts {
             return Decision::Stop(StopReason::Exhausted);
         }
+        let (schedule, rng) = state.backoff.get_or_insert_with(|| {
+            (
+                ScheduleState::new(),
+                Rng::seeded_or_entropy(self.schedule.seed()),
+            )
+        });
         let delay = match hint {
             Some(hint) => {
-                let s = &mut state.schedule;
+                let s = schedule;
                 s.retries = s.retries.saturating_add(1);
                 s.total = s.total.saturating_add(hint);
                 s.reset_curve();
                 hint
             }
-            None => {
-                let rng = state
-                    .rng
-                    .get_or_insert_with(|| Rng::seeded_or_entropy(self.schedule.seed()));
-                match self.schedule.next_delay(&mut state.schedule, rng) {
-                    Some(delay) => delay,
-                    None => return Decision::Stop(StopReason::Exhausted),
-                }
-            }
+            None => match self.schedule.next_delay(schedule, rng) {
+                Some(delay) => delay,
+                None => return Decision::Stop(StopReason::Exhausted),
+            },
         }
         .min(self.max_delay);
         if let Some(deadline) = state.deadline

@@ -139,6 +139,28 @@ impl<S> RetryPolicy<S> {
     pub fn control(&self) -> Option<&Arc<dyn RetryControl>> {
         self.control.as_ref()
     }
+
+    /// Whether a call's first attempt needs no per-call state: no retry
+    /// control to consult, no time limit to start. Then
+    /// [`decide`](Self::decide) says [`Decision::Succeed`] for a
+    /// [`Verdict::Success`](crate::Verdict::Success) whatever the state, and
+    /// the executors run the first attempt before they make a
+    /// [`CallState`], so a call that succeeds at once does no more than
+    /// the operation and its classification.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let lean = steadfast::RetryPolicy::builder().build()?;
+    /// assert!(lean.is_lean());
+    /// let timed = steadfast::RetryPolicy::builder().max_elapsed(Duration::from_secs(1)).build()?;
+    /// assert!(!timed.is_lean());
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
+    #[inline]
+    #[must_use]
+    pub fn is_lean(&self) -> bool {
+        self.control.is_none() && self.max_elapsed.is_none() && self.attempt_timeout.is_none()
+    }
 }
 
 impl<S: Schedule> RetryPolicy<S> {

@@ -2,7 +2,8 @@ use std::future::Ready;
 use std::time::Duration;
 
 use super::{AsPolicy, Attempt, Notify, Retry, cancel_reason, conclude};
-use crate::{CancelToken, Classify, Clock, Deadline, Decision, RetryError, StopReason};
+use crate::hedge::AttemptSet;
+use crate::{CancelToken, Classify, Clock, Deadline, Decision, RetryError, StopReason, Verdict};
 
 impl<F, P, K, N, C, T, E> Retry<F, P, K, N, C>
 where
@@ -20,10 +21,38 @@ where
     /// Available when the operation returns a `Result` (made by
     /// [`retry_blocking`](super::BlockingRetryable::retry_blocking)); it
     /// sleeps the thread on the builder's [`Clock`].
+    #[inline]
     pub fn call(mut self) -> Result<T, RetryError<E>> {
         let policy = self.policy.as_policy();
+        let mut first = None;
+        if policy.is_lean() && self.options.cancel.is_none() && self.options.deadline.is_none() {
+            // The lean path: no control to ask, no clock to read, no state
+            // to make; the attempt's deadline is the ambient one, already in
+            // force. A success needs no more than this.
+            let attempt = Attempt {
+                number: 1,
+                deadline: crate::deadline::current(),
+                in_flight: AttemptSet::new(),
+            };
+            let outcome = (self.op)(attempt);
+            let verdict = self.classify.classify(&outcome);
+            match outcome {
+                Ok(value) if verdict == Verdict::Success => return Ok(value),
+                outcome => first = Some((outcome, verdict)),
+            }
+        }
+        self.call_on(first)
+    }
+
+    /// The full loop; `first` is the first attempt's outcome when the lean
+    /// path already made it.
+    #[inline(never)]
+    fn call_on(mut self, mut first: Option<(Result<T, E>, Verdict)>) -> Result<T, RetryError<E>> {
+        let policy = self.policy.as_policy();
         let name = self.options.name;
-        if let Err(refusal) = policy.admit() {
+        if first.is_none()
+            && let Err(refusal) = policy.admit()
+        {
             return Err(refused(refusal.by, name));
         }
         let clock = &self.clock;
@@ -36,12 +65,26 @@ where
                 let now = clock.now();
                 return conclude(last, cancel_reason(&state, now), &state, now, name, false);
             }
-            let attempt = Attempt {
-                number: state.attempts().saturating_add(1),
-                deadline: attempt_deadline(state.deadline(), policy.attempt_timeout(), clock),
+            let (outcome, verdict) = match first.take() {
+                Some(made) => made,
+                None => {
+                    let attempt = Attempt {
+                        number: state.attempts().saturating_add(1),
+                        deadline: attempt_deadline(
+                            state.deadline(),
+                            policy.attempt_timeout(),
+                            clock,
+                        ),
+                        in_flight: AttemptSet::new(),
+                    };
+                    let outcome = match attempt.deadline {
+                        Some(d) => crate::deadline::scope(d, || (self.op)(attempt)),
+                        None => (self.op)(attempt),
+                    };
+                    let verdict = self.classify.classify(&outcome);
+                    (outcome, verdict)
+                }
             };
-            let outcome = (self.op)(attempt);
-            let verdict = self.classify.classify(&outcome);
             match policy.decide(&mut state, verdict, clock) {
                 Decision::Succeed => {
                     return match outcome {

@@ -64,7 +64,7 @@ impl<F, P, C> Retry<F, P, AnyError, (), C> {
 
 impl<F, P, K, N, C> Retry<F, P, K, N, C> {
     /// Retries the errors for which `predicate` holds; any other error stops
-    /// the call at once ([`StopReason::Permanent`]).
+    /// the call at once ([`StopReason::Permanent`](crate::StopReason::Permanent)).
     pub fn when<Pred>(self, predicate: Pred) -> Retry<F, P, When<Pred>, N, C> {
         self.with_classifier(When::new(predicate))
     }
@@ -75,7 +75,7 @@ impl<F, P, K, N, C> Retry<F, P, K, N, C> {
         self.with_classifier(ClassifyFn::new(f))
     }
 
-    /// Uses any [`Classify`] implementation.
+    /// Uses any [`Classify`](crate::Classify) implementation.
     pub fn with_classifier<K2>(self, classify: K2) -> Retry<F, P, K2, N, C> {
         Retry {
             op: self.op,
@@ -98,7 +98,7 @@ impl<F, P, K, N, C> Retry<F, P, K, N, C> {
         self.with_notify(NotifyAsync::new(hook))
     }
 
-    /// Uses any [`Notify`] implementation.
+    /// Uses any [`Notify`](super::Notify) implementation.
     pub fn with_notify<N2>(self, notify: N2) -> Retry<F, P, K, N2, C> {
         Retry {
             op: self.op,

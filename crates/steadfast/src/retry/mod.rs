@@ -50,6 +50,8 @@ pub use builder::{DefaultClock, Retry};
 pub use future::RetryFuture;
 pub use notify::{Notify, NotifyAsync, NotifyFn};
 
+use crate::deadline::CancelCause;
+use crate::hedge::AttemptSet;
 use crate::{CallState, Deadline, RetryError, RetryPolicy, Schedule, StopReason};
 
 /// What the operation knows about the attempt it is making.
@@ -59,9 +61,18 @@ pub struct Attempt {
     /// The attempt's number, from 1 for the first.
     pub number: u32,
     /// When this attempt must be done: the earliest of the call's deadline
-    /// and the per-attempt timeout, if either is set. Pass it on to the
-    /// callee (e.g. as a `grpc-timeout`), or stop early yourself.
+    /// (itself the earliest of the ambient one, the caller's and
+    /// `max_elapsed`) and the per-attempt timeout, if any is set. Pass it on
+    /// to the callee (e.g. as a `grpc-timeout`), or stop early yourself. The
+    /// executors also make it the ambient deadline
+    /// ([`deadline::current`](crate::deadline::current)) while the attempt
+    /// runs, so calls made inside it inherit it.
     pub deadline: Option<Deadline>,
+    /// The other attempts of the same call still in flight when this one
+    /// starts: always empty for a retry (attempts run one after another), the
+    /// earlier copies still running for a [hedged](crate::hedge) call. A
+    /// caller or load balancer can use it to send this copy elsewhere.
+    pub in_flight: AttemptSet,
 }
 
 impl Attempt {
@@ -75,6 +86,7 @@ impl Attempt {
         Self {
             number,
             deadline: None,
+            in_flight: AttemptSet::new(),
         }
     }
 
@@ -234,9 +246,9 @@ pub(crate) fn conclude<T, E>(
 /// deadline has passed too (the cancellation was the deadline's doing),
 /// `Cancelled` otherwise.
 pub(crate) fn cancel_reason(state: &CallState, now: Instant) -> StopReason {
-    match state.deadline() {
-        Some(d) if d.is_expired(now) => StopReason::Deadline,
-        _ => StopReason::Cancelled,
+    match CancelCause::classify(state.deadline(), now) {
+        CancelCause::DeadlineExceeded => StopReason::Deadline,
+        CancelCause::Cancelled => StopReason::Cancelled,
     }
 }
 

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use std::future::IntoFuture;
 
 use super::{BlockingRetryable, Retryable};
-use crate::clock::{Clock, TokioClock, VirtualClock};
+#[cfg(feature = "tokio")]
+use crate::clock::TokioClock;
+use crate::clock::{Clock, VirtualClock};
 use crate::{
     Attempt, CancelToken, Outcome, Refusal, RetryControl, RetryPolicy, Rng, Schedule,
     ScheduleState, StopReason, Verdict,
@@ -397,6 +399,7 @@ fn a_zero_attempt_policy_is_a_config_error() {
 
 // ---- async executor, on tokio's paused clock ----
 
+#[cfg(feature = "tokio")]
 #[tokio::test(start_paused = true)]
 async fn async_attempts_happen_at_the_scheduled_instants() {
     let t0 = TokioClock.now();
@@ -417,6 +420,7 @@ async fn async_attempts_happen_at_the_scheduled_instants() {
     assert_eq!(*times.lock().unwrap(), [secs(0), secs(1), secs(3)]);
 }
 
+#[cfg(feature = "tokio")]
 #[tokio::test(start_paused = true)]
 async fn async_cancel_mid_sleep_returns_in_the_same_instant() {
     let token = CancelToken::new();
@@ -443,6 +447,7 @@ async fn async_cancel_mid_sleep_returns_in_the_same_instant() {
     );
 }
 
+#[cfg(feature = "tokio")]
 #[tokio::test(start_paused = true)]
 async fn async_attempt_timeout_drops_the_attempt_and_retries() {
     let t0 = TokioClock.now();
@@ -464,6 +469,7 @@ async fn async_attempt_timeout_drops_the_attempt_and_retries() {
     assert_eq!(TokioClock.now() - t0, secs(6));
 }
 
+#[cfg(feature = "tokio")]
 #[tokio::test(start_paused = true)]
 async fn async_deadline_cuts_a_hanging_attempt() {
     let t0 = TokioClock.now();
@@ -486,6 +492,7 @@ async fn async_deadline_cuts_a_hanging_attempt() {
     );
 }
 
+#[cfg(feature = "tokio")]
 #[tokio::test(start_paused = true)]
 async fn async_notify_hook_is_awaited_before_the_sleep() {
     let t0 = TokioClock.now();
@@ -638,6 +645,7 @@ fn the_ambient_deadline_bounds_every_call_in_its_scope() {
     assert_eq!(clock.elapsed(), secs(20));
 }
 
+#[cfg(feature = "tokio")]
 #[tokio::test(start_paused = true)]
 async fn the_ambient_deadline_reaches_an_async_call_and_its_attempts() {
     use crate::deadline::WithDeadlineExt;
@@ -659,4 +667,50 @@ async fn the_ambient_deadline_reaches_an_async_call_and_its_attempts() {
     assert_eq!(err.reason(), StopReason::Deadline);
     assert_eq!(TokioClock.now() - t0, secs(20));
     assert!(seen.lock().unwrap().iter().all(|d| *d == Some(ambient)));
+}
+
+#[test]
+fn each_attempt_runs_under_its_own_deadline() {
+    let clock = VirtualClock::new();
+    let t0 = clock.now();
+    let policy = RetryPolicy::with_schedule(Fixed(vec![secs(1); 3]))
+        .max_attempts(2)
+        .max_elapsed(secs(10))
+        .attempt_timeout(secs(4))
+        .build()
+        .unwrap();
+    let mut ambient = Vec::new();
+    let _ = (|a: Attempt| {
+        assert_eq!(crate::deadline::current(), a.deadline);
+        ambient.push(crate::deadline::current().map(|d| d.instant() - t0));
+        Err::<(), _>(())
+    })
+    .retry_blocking(&policy)
+    .clock(clock)
+    .call();
+    assert_eq!(ambient, [Some(secs(4)), Some(secs(5))]);
+    assert_eq!(
+        crate::deadline::current(),
+        None,
+        "the scope ends with the attempt"
+    );
+}
+
+#[test]
+fn an_async_attempt_sees_its_deadline_as_the_ambient_one() {
+    let clock = VirtualClock::new();
+    let policy = RetryPolicy::with_schedule(Fixed(vec![secs(1)]))
+        .max_attempts(2)
+        .attempt_timeout(secs(3))
+        .build()
+        .unwrap();
+    let result = futures::executor::block_on(
+        (|a: Attempt| async move {
+            Ok::<_, ()>(crate::deadline::current() == a.deadline && a.deadline.is_some())
+        })
+        .retry(&policy)
+        .clock(clock)
+        .into_future(),
+    );
+    assert_eq!(result, Ok(true));
 }

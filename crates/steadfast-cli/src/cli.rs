@@ -1,0 +1,415 @@
+//! The command line, as clap types: `steadfast run | schedule | simulate`.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::codes::CodeSet;
+use crate::duration::parse_duration;
+
+use crate::spec::BackoffSpec;
+
+/// The `steadfast` command.
+#[derive(Debug, Parser)]
+#[command(
+    name = "steadfast",
+    version,
+    about = "Retry a program with backoff, show a backoff schedule, or simulate retry storms.",
+    propagate_version = true
+)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands (room is left for more, such as an HTTP client).
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a program, retrying while it fails.
+    #[command(
+        long_about = RUN_ABOUT,
+        after_long_help = RUN_EXAMPLES,
+        override_usage = "steadfast run [OPTIONS] -- PROGRAM [ARGS]..."
+    )]
+    Run(RunArgs),
+    /// Print (or plot) the delays of a backoff schedule.
+    #[command(after_long_help = SCHEDULE_EXAMPLES)]
+    Schedule(ScheduleArgs),
+    /// Simulate many clients retrying against a server, and write a report.
+    #[command(long_about = SIMULATE_ABOUT, after_long_help = SIMULATE_EXAMPLES)]
+    Simulate(SimulateArgs),
+}
+
+const SIMULATE_ABOUT: &str = "\
+Simulate many clients retrying against a server, and write a report.
+
+The simulator drives steadfast's real backoff schedules, retry policies and \
+retry controls on virtual time (a run of minutes takes seconds). Scenarios:
+  herd   clients reconnecting after an outage, per jitter strategy
+  storm  a retry storm during an incident, per retry control
+  all    both (the default)
+
+Prints the summary tables and writes SVG and PNG charts and an index.html \
+into --out. Flags not given keep the scenario's built-in defaults; the same \
+seed gives the same numbers.";
+
+const SIMULATE_EXAMPLES: &str = "\
+Examples:
+  steadfast simulate
+  steadfast simulate herd --clients 5000 --outage 30s --accept-rate 1000
+  steadfast simulate storm --rate 500 --capacity 10 --overload 0.3 --out storm-report";
+
+const RUN_ABOUT: &str = "\
+Run a program, retrying while it fails.
+
+The program is started directly, without a shell, so its arguments are passed \
+as they are. Its standard input, output and error are inherited. Between \
+attempts steadfast waits as the backoff schedule says, and prints one line \
+per retry on stderr (with a live countdown when stderr is a terminal).
+
+Exit status: the program's last exit status (128+N when a signal N ended it); \
+124 when --deadline or --attempt-timeout ended the run (as timeout(1)); \
+130 on Ctrl-C, 143 on SIGTERM, 129 on SIGHUP (the program is sent the same \
+signal, and killed if it is still there 2s later); \
+127 when the program is not found, 126 when it cannot be executed; \
+2 for a usage error.";
+
+const RUN_EXAMPLES: &str = "\
+Examples:
+  steadfast run -- curl -fsS https://example.invalid/health
+  steadfast run --attempts 10 --backoff exponential:initial=200ms,max=10s,jitter=full -- make test
+  steadfast run --deadline 2m --attempt-timeout 20s --retry-on 75,100-110 -- ./flaky-job --verbose
+  steadfast run --backoff constant:delay=1s --stop-on 2 -- ./deploy.sh";
+
+const SCHEDULE_EXAMPLES: &str = "\
+Examples:
+  steadfast schedule --backoff exponential:initial=100ms,max=5s --attempts 8
+  steadfast schedule --backoff grpc --seed 7 --format json
+  steadfast schedule --backoff decorrelated:initial=100ms,max=10s --samples 1000 --plot envelope.svg";
+
+/// The long help of `--backoff`: the SPEC grammar.
+pub const SPEC_HELP: &str = "\
+The backoff schedule, as PRESET[:KEY=VALUE,...].
+
+Presets, their keys and defaults (keys left out keep the default):
+  constant      delay, jitter                      1s, no jitter
+  linear        initial, step, max, jitter         1s + 1s per retry, no cap, no jitter
+  exponential   initial, max, multiplier, jitter   100ms x2, max 10s, full jitter
+  fibonacci     initial, max, jitter               100ms x F(n), max 10s, no jitter
+  decorrelated  initial, max                       min(max, U(initial, 3 x previous)), 100ms, max 10s
+  a6            initial, max, multiplier, jitter   gRFC A6 retry backoff: 100ms x2, max 1s, x U(0.8, 1.2)
+  grpc          initial, max, multiplier, jitter   gRPC connection backoff: 1s x1.6, max 120s, jitter 0.2
+
+Values: durations like 250ms, 1.5s, 2m, 1h30m, 10us; multiplier a number;
+jitter one of none, full (U(0, d)), equal (d/2 + U(0, d/2)), or a
+proportional factor such as 0.2 or 20% (d x U(0.8, 1.2)). The jitter of a6 is
+0.2, or full for the pre-2024 text of the spec; grpc takes a factor only.
+Aliases: base = initial, cap = max, factor = multiplier.
+
+Examples: grpc, constant:delay=500ms, exponential:initial=100ms,max=5s,multiplier=2,jitter=full,
+a6:initial=1s,max=30s,jitter=full";
+
+/// Parses `--backoff` into a spec the core accepts (usage error otherwise).
+fn backoff_value(text: &str) -> Result<BackoffSpec, String> {
+    let spec: BackoffSpec = text
+        .parse()
+        .map_err(|e: crate::spec::SpecError| e.to_string())?;
+    crate::backoff::build(&spec, None)
+        .map_err(|e| crate::spec::SpecError::rejected(text, e).to_string())?;
+    Ok(spec)
+}
+
+fn parse_duration_value(text: &str) -> Result<Duration, String> {
+    parse_duration(text).map_err(|e| e.to_string())
+}
+
+/// A duration greater than zero (a zero time limit could never be met).
+fn positive_duration_value(text: &str) -> Result<Duration, String> {
+    match parse_duration(text) {
+        Ok(d) if d.is_zero() => Err(format!(
+            "invalid duration {text:?}: a time limit must be greater than zero"
+        )),
+        Ok(d) => Ok(d),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn codes_value(text: &str) -> Result<CodeSet, String> {
+    let set: CodeSet = text.parse().map_err(|e| format!("{e}"))?;
+    if set.contains(0) {
+        return Err(format!(
+            "invalid exit codes {text:?}: 0 means success and is never retried or stopped on"
+        ));
+    }
+    Ok(set)
+}
+
+/// The options of `steadfast run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Attempts in all, counting the first.
+    #[arg(long, value_name = "N", default_value_t = 5,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub attempts: u32,
+
+    /// The backoff schedule (PRESET[:KEY=VALUE,...]; see --help).
+    #[arg(long, value_name = "SPEC", default_value = "exponential",
+          value_parser = backoff_value, long_help = SPEC_HELP)]
+    pub backoff: BackoffSpec,
+
+    /// Give up (and stop the program) once this much time has passed since the start.
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration_value)]
+    pub deadline: Option<Duration>,
+
+    /// Stop an attempt that runs longer than this (it counts as a failed attempt).
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration_value)]
+    pub attempt_timeout: Option<Duration>,
+
+    /// Retry only on these exit codes, e.g. 1,2,10-20 (default: any non-zero).
+    #[arg(long, value_name = "CODES", value_parser = codes_value)]
+    pub retry_on: Option<CodeSet>,
+
+    /// Stop at once on these exit codes (wins over --retry-on).
+    #[arg(long, value_name = "CODES", value_parser = codes_value)]
+    pub stop_on: Option<CodeSet>,
+
+    /// Seed the backoff's jitter, for a reproducible schedule.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+
+    /// Print nothing of steadfast's own (the program's output still passes through).
+    #[arg(long, short)]
+    pub quiet: bool,
+
+    /// The program and its arguments (after `--`).
+    #[arg(value_name = "PROGRAM", required = true, num_args = 1..,
+          trailing_var_arg = true, allow_hyphen_values = true)]
+    pub command: Vec<OsString>,
+}
+
+/// Output formats of `steadfast schedule`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Aligned columns for people.
+    Table,
+    /// A JSON array of objects, one per retry.
+    Json,
+    /// Comma-separated values with a header line.
+    Csv,
+}
+
+fn plot_value(text: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(text);
+    match path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+    {
+        Some(ext) if ext == "svg" || ext == "png" => Ok(path),
+        _ => Err(format!(
+            "invalid plot file {text:?}: the name must end in .svg or .png"
+        )),
+    }
+}
+
+/// The scenarios of `steadfast simulate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Scenario {
+    /// A thundering herd of clients reconnecting after an outage.
+    Herd,
+    /// A retry storm during an incident.
+    Storm,
+    /// Every scenario.
+    All,
+}
+
+fn latency_value(text: &str) -> Result<steadfast_sim::Latency, String> {
+    text.parse()
+        .map_err(|e: steadfast_sim::SimError| e.to_string())
+}
+
+fn rate_value(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!(
+            "invalid rate {text:?}: expected a number of calls per second > 0"
+        )),
+    }
+}
+
+fn fraction_value(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "invalid fraction {text:?}: expected a number from 0 to 1"
+        )),
+    }
+}
+
+/// The options of `steadfast simulate`.
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    /// The scenario to run (default: all).
+    #[arg(value_enum)]
+    pub scenario: Option<Scenario>,
+
+    /// Write the report (index.html, SVG and PNG charts) into this folder.
+    #[arg(long, value_name = "DIR", default_value = "steadfast-report")]
+    pub out: PathBuf,
+
+    /// The seed of every random draw (default: the scenarios' own, 1).
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
+
+    /// Clients (herd: reconnecting clients, default 1000; storm: client processes, default 100).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub clients: Option<u32>,
+
+    /// How long the server is down (herd: from the start, default 10s; storm: the incident, default 30s).
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration_value)]
+    pub outage: Option<Duration>,
+
+    /// herd: connections the server accepts per second once back (default 500).
+    #[arg(long, value_name = "N", help_heading = "Herd", value_parser = clap::value_parser!(u32).range(1..))]
+    pub accept_rate: Option<u32>,
+
+    /// herd: the first delay of the exponential strategies (default 1s).
+    #[arg(long, value_name = "DURATION", help_heading = "Herd", value_parser = positive_duration_value)]
+    pub base: Option<Duration>,
+
+    /// herd: the cap on a delay of the exponential strategies (default 60s).
+    #[arg(long, value_name = "DURATION", help_heading = "Herd", value_parser = positive_duration_value)]
+    pub cap: Option<Duration>,
+
+    /// herd: stop the simulation here even if clients are still trying (default 1h).
+    #[arg(long, value_name = "DURATION", help_heading = "Herd", value_parser = positive_duration_value)]
+    pub horizon: Option<Duration>,
+
+    /// storm: calls per second, all clients together (default 2000).
+    #[arg(long, value_name = "PER_SEC", help_heading = "Storm", value_parser = rate_value)]
+    pub rate: Option<f64>,
+
+    /// storm: calls start during this time, then the run lets them finish (default 3m).
+    #[arg(long, value_name = "DURATION", help_heading = "Storm", value_parser = positive_duration_value)]
+    pub duration: Option<Duration>,
+
+    /// storm: requests the server serves at once; its queue holds as many again (default 30).
+    #[arg(long, value_name = "N", help_heading = "Storm", value_parser = clap::value_parser!(u32).range(1..))]
+    pub capacity: Option<u32>,
+
+    /// storm: the server's service time: const:D, exp:MEAN, lognormal:MEDIAN:SIGMA, or a mixture W*D + W*D (default exp:10ms).
+    #[arg(long, value_name = "DIST", help_heading = "Storm", value_parser = latency_value)]
+    pub latency: Option<steadfast_sim::Latency>,
+
+    /// storm: when the incident starts (default 30s).
+    #[arg(long, value_name = "DURATION", help_heading = "Storm", value_parser = parse_duration_value)]
+    pub incident_start: Option<Duration>,
+
+    /// storm: make the incident an overload that leaves this fraction of capacity, instead of an outage.
+    #[arg(long, value_name = "FRACTION", help_heading = "Storm", value_parser = fraction_value)]
+    pub overload: Option<f64>,
+
+    /// storm: the backoff every strategy retries with (PRESET[:KEY=VALUE,...], default exponential).
+    #[arg(long, value_name = "SPEC", help_heading = "Storm", value_parser = backoff_value)]
+    pub backoff: Option<BackoffSpec>,
+}
+
+/// The options of `steadfast schedule`.
+#[derive(Debug, Args)]
+pub struct ScheduleArgs {
+    /// The backoff schedule (PRESET[:KEY=VALUE,...]; see --help).
+    #[arg(long, value_name = "SPEC", value_parser = backoff_value, long_help = SPEC_HELP)]
+    pub backoff: BackoffSpec,
+
+    /// Attempts in all, counting the first (so attempts - 1 delays).
+    #[arg(long, value_name = "N", default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(2..=100_000))]
+    pub attempts: u32,
+
+    /// Seed the jitter (default: a random seed, printed in table output).
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
+
+    /// Run K seeds (S, S+1, ...) and print the p5/p50/p95 of each delay.
+    #[arg(long, value_name = "K",
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub samples: Option<u32>,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+
+    /// Also draw the schedule into this file (.svg or .png).
+    #[arg(long, value_name = "FILE", value_parser = plot_value)]
+    pub plot: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn run_takes_the_program_literally() {
+        let cli = Cli::try_parse_from([
+            "steadfast",
+            "run",
+            "--attempts",
+            "3",
+            "--",
+            "prog",
+            "--attempts",
+            "$(touch x)",
+        ])
+        .unwrap();
+        let Command::Run(run) = cli.command else {
+            panic!("not run");
+        };
+        assert_eq!(run.attempts, 3);
+        assert_eq!(run.command, ["prog", "--attempts", "$(touch x)"]);
+        let cli = Cli::try_parse_from(["steadfast", "run", "prog", "-x"]).unwrap();
+        let Command::Run(run) = cli.command else {
+            panic!("not run");
+        };
+        assert_eq!(run.command, ["prog", "-x"]);
+    }
+
+    #[test]
+    fn bad_values_are_usage_errors() {
+        for args in [
+            &["steadfast", "run", "--attempts", "0", "--", "p"][..],
+            &["steadfast", "run", "--deadline", "10", "--", "p"],
+            &["steadfast", "run", "--attempt-timeout", "0s", "--", "p"],
+            &[
+                "steadfast",
+                "run",
+                "--backoff",
+                "exponential:multiplier=0.5",
+                "--",
+                "p",
+            ],
+            &["steadfast", "run", "--retry-on", "0-3", "--", "p"],
+            &["steadfast", "run", "--backoff", "nope", "--", "p"],
+            &["steadfast", "run"],
+            &[
+                "steadfast",
+                "schedule",
+                "--backoff",
+                "grpc",
+                "--plot",
+                "x.gif",
+            ],
+        ] {
+            let err = Cli::try_parse_from(args).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{args:?}: {err}");
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! The exit codes of the `steadfast` command.
+//!
+//! `steadfast run` ends with its program's last exit code, or one of these;
+//! the other commands end with 0, [`FAILURE`] or [`USAGE`].
+
+/// Something went wrong that is not the user's input (writing a report failed...).
+pub const FAILURE: i32 = 1;
+/// Bad command-line input: an unknown option, a malformed duration, code list or spec.
+pub const USAGE: i32 = 2;
+/// The `--deadline` or an `--attempt-timeout` ended the run (as `timeout(1)`).
+pub const TIMEOUT: i32 = 124;
+/// The program exists but could not be executed (as a shell's 126).
+pub const CANNOT_EXECUTE: i32 = 126;
+/// The program was not found (as a shell's 127).
+pub const NOT_FOUND: i32 = 127;
+/// Interrupted by Ctrl-C (SIGINT): 128 + 2, as a shell reports it (SIGTERM
+/// gives 143 and SIGHUP 129 the same way).
+pub const INTERRUPTED: i32 = 130;

@@ -1,0 +1,238 @@
+//! `steadfast simulate`: the command-line flags mapped onto the simulator's
+//! scenario configurations; runs them, prints the summary table and writes
+//! the report (SVG and PNG charts and an `index.html`).
+
+use std::io::Write;
+use std::sync::Arc;
+
+use steadfast_sim::herd::HerdConfig;
+use steadfast_sim::storm::{Incident, IncidentKind, StormConfig};
+use steadfast_sim::{SimConfig, SimError};
+
+use crate::cli::{Scenario, SimulateArgs};
+use crate::exit;
+
+/// The simulator's configuration for `args`: the chosen scenarios on their
+/// built-in defaults, with every flag given applied on top.
+///
+/// # Errors
+/// A [`SimError`] when a flag's value is refused (for example a `--cap`
+/// below `--base`, which the backoff builder rejects).
+pub fn config(args: &SimulateArgs) -> Result<SimConfig, SimError> {
+    let scenario = args.scenario.unwrap_or(Scenario::All);
+    let mut config = SimConfig::none();
+    if matches!(scenario, Scenario::Herd | Scenario::All) {
+        let mut herd = match (args.base, args.cap) {
+            (None, None) => HerdConfig::default(),
+            (base, cap) => {
+                let d = HerdConfig::default();
+                HerdConfig::with_backoff(base.unwrap_or(d.base), cap.unwrap_or(d.cap))?
+            }
+        };
+        if let Some(n) = args.clients {
+            herd.clients = n;
+        }
+        if let Some(d) = args.outage {
+            herd.outage = d;
+        }
+        if let Some(rate) = args.accept_rate {
+            // Accepts per window from accepts per second (at least one).
+            let per_window = (f64::from(rate) * herd.window.as_secs_f64()).round();
+            herd.accepts_per_window = if per_window >= 1.0 {
+                // In range: `rate` is a u32 and the window at most its default.
+                per_window.min(f64::from(u32::MAX)) as u32
+            } else {
+                1
+            };
+        }
+        if let Some(h) = args.horizon {
+            herd.horizon = h;
+        }
+        config.herd = Some(herd);
+    }
+    if matches!(scenario, Scenario::Storm | Scenario::All) {
+        let mut storm = StormConfig::default();
+        if let Some(n) = args.clients {
+            storm.clients = n;
+        }
+        if let Some(rate) = args.rate {
+            storm.call_rate = rate;
+        }
+        if let Some(d) = args.duration {
+            storm.duration = d;
+        }
+        if let Some(n) = args.capacity {
+            storm.server.concurrency = n;
+            storm.server.queue_limit = n;
+        }
+        if let Some(latency) = &args.latency {
+            storm.server.latency = latency.clone();
+        }
+        let kind = match args.overload {
+            Some(capacity) => IncidentKind::Overload { capacity },
+            None => storm.incident.kind,
+        };
+        storm.incident = Incident {
+            start: args.incident_start.unwrap_or(storm.incident.start),
+            length: args.outage.unwrap_or(storm.incident.length),
+            kind,
+        };
+        if let Some(spec) = &args.backoff {
+            storm.backoff = Arc::new(crate::backoff::build(spec, None)?);
+        }
+        config.storm = Some(storm);
+    }
+    Ok(match args.seed {
+        Some(seed) => config.with_seed(seed),
+        None => config,
+    })
+}
+
+/// Runs `steadfast simulate`; returns the exit code (2 when a setting is
+/// refused, 1 when the report cannot be written).
+pub fn run(args: &SimulateArgs) -> i32 {
+    let config = match config(args).and_then(|c| c.validate().map(|()| c)) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("steadfast: {e}");
+            return exit::USAGE;
+        }
+    };
+    let report = match steadfast_sim::run_all(&config) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("steadfast: {e}");
+            return match e {
+                SimError::Io { .. } | SimError::Plot { .. } => exit::FAILURE,
+                _ => exit::USAGE,
+            };
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out
+        .write_all(report.summary().as_bytes())
+        .and_then(|()| out.flush())
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        eprintln!("steadfast: cannot write the summary: {e}");
+        return exit::FAILURE;
+    }
+    match report.write_to(&args.out) {
+        Ok(files) => {
+            if let Some(index) = files.first() {
+                eprintln!(
+                    "steadfast: wrote {} files; open {}",
+                    files.len(),
+                    index.display()
+                );
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("steadfast: {e}");
+            exit::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+    use std::time::Duration;
+
+    fn args(line: &[&str]) -> SimulateArgs {
+        let mut full = vec!["steadfast", "simulate"];
+        full.extend_from_slice(line);
+        match Cli::try_parse_from(full).unwrap().command {
+            Command::Simulate(a) => a,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn no_scenario_means_both_on_defaults() {
+        let c = config(&args(&[])).unwrap();
+        let (h, s) = (c.herd.unwrap(), c.storm.unwrap());
+        assert_eq!(h.clients, HerdConfig::default().clients);
+        assert_eq!(s.clients, StormConfig::default().clients);
+    }
+
+    #[test]
+    fn flags_reach_the_configs() {
+        let c = config(&args(&[
+            "herd",
+            "--clients",
+            "40",
+            "--outage",
+            "2s",
+            "--accept-rate",
+            "120",
+            "--base",
+            "200ms",
+            "--cap",
+            "5s",
+            "--seed",
+            "9",
+        ]))
+        .unwrap();
+        assert!(c.storm.is_none());
+        let h = c.herd.unwrap();
+        assert_eq!(h.clients, 40);
+        assert_eq!(h.outage, Duration::from_secs(2));
+        assert_eq!(h.accepts_per_window, 12);
+        assert_eq!(
+            (h.base, h.cap),
+            (Duration::from_millis(200), Duration::from_secs(5))
+        );
+        assert_eq!(h.seed, 9);
+
+        let c = config(&args(&[
+            "storm",
+            "--clients",
+            "5",
+            "--rate",
+            "50",
+            "--duration",
+            "20s",
+            "--capacity",
+            "4",
+            "--outage",
+            "3s",
+            "--incident-start",
+            "5s",
+            "--overload",
+            "0.25",
+            "--latency",
+            "const:2ms",
+            "--backoff",
+            "constant:delay=10ms",
+        ]))
+        .unwrap();
+        assert!(c.herd.is_none());
+        let s = c.storm.unwrap();
+        assert_eq!(
+            (s.clients, s.server.concurrency, s.server.queue_limit),
+            (5, 4, 4)
+        );
+        assert!((s.call_rate - 50.0).abs() < 1e-9);
+        assert_eq!(s.duration, Duration::from_secs(20));
+        assert_eq!(s.incident.start, Duration::from_secs(5));
+        assert_eq!(s.incident.length, Duration::from_secs(3));
+        assert_eq!(s.incident.kind, IncidentKind::Overload { capacity: 0.25 });
+        assert_eq!(
+            s.server.latency,
+            steadfast_sim::Latency::Constant(Duration::from_millis(2))
+        );
+    }
+
+    #[test]
+    fn refused_settings_are_errors() {
+        let refused =
+            config(&args(&["herd", "--base", "5s", "--cap", "1s"])).and_then(|c| c.validate());
+        assert!(refused.is_err());
+        let c = config(&args(&["herd", "--outage", "2h"])).unwrap();
+        assert!(c.validate().is_err(), "an outage past the horizon");
+    }
+}

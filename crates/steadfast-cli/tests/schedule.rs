@@ -1,0 +1,232 @@
+//! `steadfast schedule` end to end: every format parses, seeded output is
+//! deterministic, and `--plot` writes a valid SVG or PNG.
+
+use std::process::{Command, Output};
+
+const STEADFAST: &str = env!("CARGO_BIN_EXE_steadfast");
+
+fn steadfast(args: &[&str]) -> Output {
+    Command::new(STEADFAST)
+        .args(args)
+        .output()
+        .expect("steadfast runs")
+}
+
+fn stdout(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).expect("utf-8")
+}
+
+#[test]
+fn table_lists_each_retry_with_the_cumulative_delay() {
+    let text = stdout(&steadfast(&[
+        "schedule",
+        "--backoff",
+        "linear:initial=1s,step=500ms",
+        "--attempts",
+        "4",
+    ]));
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows[0], ["attempt", "delay", "cumulative"]);
+    assert_eq!(rows[1], ["2", "1s", "1s"]);
+    assert_eq!(rows[2], ["3", "1.5s", "2.5s"]);
+    assert_eq!(rows[3], ["4", "2s", "4.5s"]);
+    assert_eq!(rows.len(), 4);
+}
+
+#[test]
+fn json_parses_and_sums_up() {
+    let text = stdout(&steadfast(&[
+        "schedule",
+        "--backoff",
+        "exponential:initial=100ms,max=1s",
+        "--seed",
+        "42",
+        "--format",
+        "json",
+    ]));
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["seed"], 42);
+    assert_eq!(v["backoff"], "exponential:initial=100ms,max=1s");
+    let delays = v["delays"].as_array().unwrap();
+    assert_eq!(delays.len(), 9, "10 attempts by default: 9 delays");
+    let mut sum = 0.0;
+    for (i, d) in delays.iter().enumerate() {
+        assert_eq!(d["attempt"], i + 2);
+        let delay = d["delay_s"].as_f64().unwrap();
+        assert!(
+            (0.0..=1.0).contains(&delay),
+            "full jitter under the cap: {delay}"
+        );
+        sum += delay;
+        assert!((d["cumulative_s"].as_f64().unwrap() - sum).abs() < 1e-6);
+    }
+}
+
+#[test]
+fn csv_parses() {
+    let text = stdout(&steadfast(&[
+        "schedule",
+        "--backoff",
+        "constant:delay=250ms",
+        "--attempts",
+        "3",
+        "--format",
+        "csv",
+    ]));
+    assert_eq!(
+        text,
+        "attempt,delay_s,cumulative_s\n2,0.25,0.25\n3,0.25,0.5\n"
+    );
+}
+
+#[test]
+fn seeded_output_is_deterministic_and_seeds_differ() {
+    let args = |seed: &'static str| {
+        [
+            "schedule",
+            "--backoff",
+            "decorrelated:initial=10ms,max=10s",
+            "--seed",
+            seed,
+            "--format",
+            "csv",
+            "--attempts",
+            "20",
+        ]
+    };
+    let a = stdout(&steadfast(&args("7")));
+    let b = stdout(&steadfast(&args("7")));
+    let c = stdout(&steadfast(&args("8")));
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+}
+
+#[test]
+fn samples_give_an_ordered_envelope() {
+    let text = stdout(&steadfast(&[
+        "schedule",
+        "--backoff",
+        "exponential:initial=100ms,max=5s",
+        "--samples",
+        "500",
+        "--seed",
+        "1",
+        "--attempts",
+        "6",
+        "--format",
+        "json",
+    ]));
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["samples"], 500);
+    let rows = v["delays"].as_array().unwrap();
+    assert_eq!(rows.len(), 5);
+    for r in rows {
+        let (p5, p50, p95) = (
+            r["p5_s"].as_f64().unwrap(),
+            r["p50_s"].as_f64().unwrap(),
+            r["p95_s"].as_f64().unwrap(),
+        );
+        assert!(p5 <= p50 && p50 <= p95, "{r}");
+        assert_eq!(r["runs"], 500);
+    }
+    // Full jitter on 100ms * 2^4 = 1.6s: the 95th percentile is near the top.
+    let last = rows[4]["p95_s"].as_f64().unwrap();
+    assert!(last > 1.2 && last <= 1.6, "{last}");
+    let again = stdout(&steadfast(&[
+        "schedule",
+        "--backoff",
+        "exponential:initial=100ms,max=5s",
+        "--samples",
+        "500",
+        "--seed",
+        "1",
+        "--attempts",
+        "6",
+        "--format",
+        "json",
+    ]));
+    assert_eq!(text, again);
+}
+
+#[test]
+fn plots_a_valid_svg_and_png() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("schedule.svg");
+    stdout(&steadfast(&[
+        "schedule",
+        "--backoff",
+        "grpc",
+        "--seed",
+        "3",
+        "--plot",
+        svg.to_str().unwrap(),
+    ]));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg") && text.trim_end().ends_with("</svg>"));
+    assert!(text.contains("attempt"));
+
+    let png = dir.path().join("envelope.png");
+    stdout(&steadfast(&[
+        "schedule",
+        "--backoff",
+        "a6",
+        "--samples",
+        "50",
+        "--plot",
+        png.to_str().unwrap(),
+    ]));
+    let bytes = std::fs::read(&png).unwrap();
+    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"));
+    assert!(bytes.len() > 1000);
+}
+
+#[test]
+fn bad_input_exits_2() {
+    for args in [
+        &["schedule", "--backoff", "exponential:multiplier=0.5"][..],
+        &["schedule", "--backoff", "grpc", "--format", "xml"],
+        &["schedule", "--backoff", "grpc", "--attempts", "1"],
+        &["schedule", "--backoff", "grpc", "--plot", "out.jpg"],
+        &["schedule"],
+        &[
+            "schedule",
+            "--backoff",
+            "grpc",
+            "--samples",
+            "1000000",
+            "--attempts",
+            "100000",
+        ],
+    ] {
+        let out = steadfast(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+    let out = steadfast(&["schedule", "--backoff", "exponential:multiplier=0.5"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("`multiplier` must be a finite number >= 1"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_unwritable_plot_fails_cleanly() {
+    let out = steadfast(&[
+        "schedule",
+        "--backoff",
+        "grpc",
+        "--plot",
+        "/nonexistent-dir/x/plot.svg",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot draw"));
+}

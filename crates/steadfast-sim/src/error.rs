@@ -1,0 +1,183 @@
+//! The simulator's one error type.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Why a simulation or a report could not be made.
+///
+/// Bad input never panics: every configuration is checked before anything
+/// runs, and the first broken rule comes back as [`SimError::Config`].
+///
+/// ```
+/// use steadfast_sim::{SimError, herd::HerdConfig};
+///
+/// let config = HerdConfig { clients: 0, ..HerdConfig::default() };
+/// let err = steadfast_sim::herd::run(&config).unwrap_err();
+/// assert!(matches!(err, SimError::Config { field: "clients", .. }));
+/// assert_eq!(err.to_string(), "invalid herd config: `clients` must be at least 1 (got 0)");
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SimError {
+    /// A configuration value broke a rule.
+    Config {
+        /// Which configuration (for example `"herd config"`).
+        scope: &'static str,
+        /// The offending field.
+        field: &'static str,
+        /// The rule it broke.
+        rule: &'static str,
+        /// The value given, as text.
+        got: String,
+    },
+    /// A core builder (policy, schedule, control) refused the settings the
+    /// simulator derived from the configuration.
+    Core(steadfast::ConfigError),
+    /// A latency distribution could not be parsed from text.
+    Parse {
+        /// The text given.
+        input: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Writing a report file failed.
+    Io {
+        /// The file or folder being written.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// Drawing a plot failed.
+    Plot {
+        /// The file being drawn.
+        path: PathBuf,
+        /// The drawing backend's message.
+        message: String,
+    },
+}
+
+impl SimError {
+    /// A [`SimError::Config`] for `field` of `scope` breaking `rule`.
+    ///
+    /// ```
+    /// let err = steadfast_sim::SimError::config("storm config", "call_rate", "must be a finite number > 0", f64::NAN);
+    /// assert_eq!(err.to_string(), "invalid storm config: `call_rate` must be a finite number > 0 (got NaN)");
+    /// ```
+    #[must_use]
+    pub fn config(
+        scope: &'static str,
+        field: &'static str,
+        rule: &'static str,
+        got: impl fmt::Debug,
+    ) -> Self {
+        Self::Config {
+            scope,
+            field,
+            rule,
+            got: format!("{got:?}"),
+        }
+    }
+}
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Config {
+                scope,
+                field,
+                rule,
+                got,
+            } => write!(f, "invalid {scope}: `{field}` {rule} (got {got})"),
+            Self::Core(err) => write!(f, "the core refused a setting: {err}"),
+            Self::Parse { input, reason } => {
+                write!(f, "cannot parse latency distribution {input:?}: {reason}")
+            }
+            Self::Io { path, source } => write!(f, "cannot write {}: {source}", path.display()),
+            Self::Plot { path, message } => write!(f, "cannot draw {}: {message}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for SimError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Core(err) => Some(err),
+            Self::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+impl From<steadfast::ConfigError> for SimError {
+    fn from(err: steadfast::ConfigError) -> Self {
+        Self::Core(err)
+    }
+}
+
+/// Checks shared by every scenario's `validate`.
+pub(crate) mod check {
+    use std::time::Duration;
+
+    use super::SimError;
+
+    pub(crate) fn at_least(
+        scope: &'static str,
+        field: &'static str,
+        value: u64,
+        min: u64,
+        rule: &'static str,
+    ) -> Result<(), SimError> {
+        if value < min {
+            return Err(SimError::config(scope, field, rule, value));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn positive_duration(
+        scope: &'static str,
+        field: &'static str,
+        value: Duration,
+    ) -> Result<(), SimError> {
+        if value.is_zero() {
+            return Err(SimError::config(
+                scope,
+                field,
+                "must be longer than zero",
+                value,
+            ));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn finite_positive(
+        scope: &'static str,
+        field: &'static str,
+        value: f64,
+    ) -> Result<(), SimError> {
+        if !(value.is_finite() && value > 0.0) {
+            return Err(SimError::config(
+                scope,
+                field,
+                "must be a finite number > 0",
+                value,
+            ));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn fraction(
+        scope: &'static str,
+        field: &'static str,
+        value: f64,
+    ) -> Result<(), SimError> {
+        if !(value.is_finite() && (0.0..=1.0).contains(&value)) {
+            return Err(SimError::config(
+                scope,
+                field,
+                "must be a number in [0, 1]",
+                value,
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,41 @@
+//! Small configurations, so the suite runs in seconds in debug builds.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use steadfast_sim::SimConfig;
+use steadfast_sim::herd::HerdConfig;
+use steadfast_sim::server::ServerConfig;
+use steadfast_sim::storm::{Incident, StormConfig};
+
+pub fn small_herd() -> HerdConfig {
+    HerdConfig {
+        clients: 300,
+        outage: Duration::from_secs(3),
+        accepts_per_window: 10,
+        ..HerdConfig::with_backoff(Duration::from_millis(500), Duration::from_secs(20))
+            .expect("valid backoff")
+    }
+}
+
+pub fn small_storm() -> StormConfig {
+    StormConfig {
+        clients: 20,
+        call_rate: 400.0,
+        duration: Duration::from_secs(12),
+        server: ServerConfig {
+            concurrency: 8,
+            queue_limit: 8,
+            latency: "exp:10ms".parse().expect("valid latency"),
+        },
+        incident: Incident::outage(Duration::from_secs(3), Duration::from_secs(4)),
+        ..StormConfig::default()
+    }
+}
+
+pub fn small() -> SimConfig {
+    SimConfig {
+        herd: Some(small_herd()),
+        storm: Some(small_storm()),
+    }
+}

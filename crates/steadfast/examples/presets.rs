@@ -1,0 +1,107 @@
+//! Prints the first delays of every built-in backoff preset, seeded, with
+//! the cumulative time, as a table.
+//!
+//! Run: `cargo run --release -p steadfast --example presets`
+#![allow(clippy::print_stdout)]
+
+use std::time::Duration;
+
+use steadfast::{Backoff, ConfigError, GrpcConnectionBackoff, Schedule};
+
+const SEED: u64 = 2015;
+const SHOWN: usize = 8;
+
+fn main() -> Result<(), ConfigError> {
+    let presets: Vec<(&str, Backoff)> = vec![
+        ("default (exponential, full jitter)", Backoff::default()),
+        (
+            "constant 1 s",
+            Backoff::constant(Duration::from_secs(1)).build()?,
+        ),
+        ("linear 1 s + 1 s n", Backoff::linear().build()?),
+        (
+            "exponential, no jitter",
+            Backoff::exponential()
+                .jitter(steadfast::Jitter::None)
+                .build()?,
+        ),
+        (
+            "exponential, equal jitter",
+            Backoff::exponential()
+                .jitter(steadfast::Jitter::Equal)
+                .build()?,
+        ),
+        ("shift-exponential", Backoff::shift_exponential().build()?),
+        ("fibonacci", Backoff::fibonacci().build()?),
+        ("decorrelated (AWS)", Backoff::decorrelated().build()?),
+        (
+            "decorrelated V2 (Polly)",
+            Backoff::decorrelated_v2().build()?,
+        ),
+        ("grpc-go", Backoff::grpc_go().build()?),
+        (
+            "gRPC connection",
+            GrpcConnectionBackoff::default().schedule(),
+        ),
+        ("gRFC A6", Backoff::grpc_a6().build()?),
+        (
+            "gRFC A6, legacy (full jitter)",
+            Backoff::grpc_a6_legacy().build()?,
+        ),
+    ];
+    println!("First {SHOWN} delays of each built-in preset (seed {SEED}).");
+    println!("Row `delay`: the wait before retry n; row `waited`: the time waited so far.\n");
+    let mut header = format!("{:<34} {:<7}", "preset (name, cap)", "");
+    for n in 1..=SHOWN {
+        header.push_str(&format!(" {:>9}", format!("#{n}")));
+    }
+    println!("{header}");
+    println!("{}", "-".repeat(header.len()));
+    for (label, backoff) in presets {
+        let backoff = backoff.with_seed(Some(SEED));
+        debug_assert_eq!(Schedule::seed(&backoff), Some(SEED));
+        let (mut delays, mut waited) = (
+            format!("{label:<34} {:<7}", "delay"),
+            format!("{:<34} {:<7}", describe(&backoff), "waited"),
+        );
+        let mut total = Duration::ZERO;
+        for delay in backoff.delays().take(SHOWN) {
+            total += delay;
+            delays.push_str(&format!(" {:>9}", show(delay)));
+            waited.push_str(&format!(" {:>9}", show(total)));
+        }
+        println!("{delays}\n{waited}\n");
+    }
+    println!("Caps hold after jitter except where marked `(+jitter)`: the gRPC specifications");
+    println!("let the jitter exceed the maximum (A6: up to 1.2 x maxBackoff).");
+    Ok(())
+}
+
+/// `  name, cap` (or `no cap`), marked when jitter may exceed the cap.
+fn describe(b: &Backoff) -> String {
+    let cap = if b.max_delay() == Duration::from_nanos(u64::MAX) {
+        "no cap".to_owned()
+    } else {
+        format!("max {}", show(b.max_delay()))
+    };
+    let note = if b.caps_after_jitter() {
+        ""
+    } else {
+        " (+jitter)"
+    };
+    format!("  {}, {cap}{note}", b.name())
+}
+
+/// A duration in the largest unit that keeps it readable.
+fn show(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s >= 3600.0 {
+        format!("{:.2}h", s / 3600.0)
+    } else if s >= 60.0 {
+        format!("{:.2}m", s / 60.0)
+    } else if s >= 1.0 {
+        format!("{s:.3}s")
+    } else {
+        format!("{:.1}ms", s * 1000.0)
+    }
+}

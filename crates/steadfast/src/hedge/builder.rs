@@ -1,0 +1,209 @@
+use std::borrow::Borrow;
+use std::fmt;
+use std::future::Future;
+
+use super::{HedgePolicy, HedgeStats};
+use crate::retry::DefaultClock;
+use crate::{AnyError, Attempt, CancelToken, ClassifyFn, Clock, Deadline, When};
+
+/// A hook called once when a hedged call ends, with what it sent. `()` does
+/// nothing; [`FinishFn`] wraps a closure (made by [`Hedge::on_finish`]).
+pub trait OnFinish {
+    /// Called once, when the call ends (success or not).
+    fn on_finish(&mut self, stats: &HedgeStats);
+}
+
+impl OnFinish for () {
+    #[inline]
+    fn on_finish(&mut self, _: &HedgeStats) {}
+}
+
+/// An [`OnFinish`] hook from a closure.
+///
+/// ```
+/// use steadfast::hedge::{FinishFn, OnFinish};
+/// use steadfast::HedgeStats;
+/// let mut sent = 0;
+/// let mut hook = FinishFn::new(|s: &HedgeStats| sent += s.sent);
+/// let mut stats = HedgeStats::default();
+/// stats.sent = 2;
+/// hook.on_finish(&stats);
+/// drop(hook);
+/// assert_eq!(sent, 2);
+/// ```
+#[derive(Clone, Copy)]
+pub struct FinishFn<F>(F);
+
+impl<F> FinishFn<F> {
+    /// A hook that calls `f`.
+    pub const fn new(f: F) -> Self {
+        Self(f)
+    }
+}
+
+impl<F> fmt::Debug for FinishFn<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("FinishFn(..)")
+    }
+}
+
+impl<F: FnMut(&HedgeStats)> OnFinish for FinishFn<F> {
+    #[inline]
+    fn on_finish(&mut self, stats: &HedgeStats) {
+        (self.0)(stats);
+    }
+}
+
+/// A hedged call being configured: made by [`Hedgeable::hedge`], then
+/// `.await`ed (it becomes a [`HedgeFuture`](super::HedgeFuture)).
+///
+/// `P` is anything that borrows a [`HedgePolicy`]: the policy, a reference
+/// or an `Arc`.
+#[must_use = "a hedged call does nothing until it is awaited"]
+pub struct Hedge<F, P, K = AnyError, C = DefaultClock, H = ()> {
+    pub(super) op: F,
+    pub(super) policy: P,
+    pub(super) classify: K,
+    pub(super) clock: C,
+    pub(super) on_finish: H,
+    pub(super) cancel: Option<CancelToken>,
+    pub(super) deadline: Option<Deadline>,
+    pub(super) name: Option<&'static str>,
+}
+
+impl<F, P: fmt::Debug, K: fmt::Debug, C: fmt::Debug, H> fmt::Debug for Hedge<F, P, K, C, H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Hedge")
+            .field("policy", &self.policy)
+            .field("classify", &self.classify)
+            .field("clock", &self.clock)
+            .field("cancel", &self.cancel)
+            .field("deadline", &self.deadline)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F, P, K, C, H> Hedge<F, P, K, C, H> {
+    /// Treats the errors for which `predicate` holds as non-fatal (the next
+    /// copy goes at once); any other error is fatal and ends the call.
+    pub fn when<Pred>(self, predicate: Pred) -> Hedge<F, P, When<Pred>, C, H> {
+        self.with_classifier(When::new(predicate))
+    }
+
+    /// Classifies each copy's whole outcome with `f`: `Success` wins,
+    /// `Retry` is non-fatal, `RetryAfter(d)` is pushback, `Stop` is fatal.
+    pub fn classify<G>(self, f: G) -> Hedge<F, P, ClassifyFn<G>, C, H> {
+        self.with_classifier(ClassifyFn::new(f))
+    }
+
+    /// Uses any [`Classify`](crate::Classify) implementation.
+    pub fn with_classifier<K2>(self, classify: K2) -> Hedge<F, P, K2, C, H> {
+        Hedge {
+            op: self.op,
+            policy: self.policy,
+            classify,
+            clock: self.clock,
+            on_finish: self.on_finish,
+            cancel: self.cancel,
+            deadline: self.deadline,
+            name: self.name,
+        }
+    }
+
+    /// Reads time and sleeps on `clock` (default [`TokioClock`](crate::clock::TokioClock)).
+    pub fn clock<C2: Clock>(self, clock: C2) -> Hedge<F, P, K, C2, H> {
+        Hedge {
+            op: self.op,
+            policy: self.policy,
+            classify: self.classify,
+            clock,
+            on_finish: self.on_finish,
+            cancel: self.cancel,
+            deadline: self.deadline,
+            name: self.name,
+        }
+    }
+
+    /// Calls `hook` once when the call ends, with its [`HedgeStats`]
+    /// (copies sent, failed, cancelled, the winner).
+    pub fn on_finish<G: FnMut(&HedgeStats)>(self, hook: G) -> Hedge<F, P, K, C, FinishFn<G>> {
+        Hedge {
+            op: self.op,
+            policy: self.policy,
+            classify: self.classify,
+            clock: self.clock,
+            on_finish: FinishFn::new(hook),
+            cancel: self.cancel,
+            deadline: self.deadline,
+            name: self.name,
+        }
+    }
+
+    /// Stops the call promptly, dropping every copy, when `token` is cancelled.
+    pub fn cancel_on(mut self, token: CancelToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+
+    /// An overall deadline for this call (the earlier of it and the
+    /// policy's `max_elapsed` holds).
+    pub fn deadline(mut self, deadline: Deadline) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// Names the operation in errors and telemetry.
+    pub fn name(mut self, name: &'static str) -> Self {
+        self.name = Some(name);
+        self
+    }
+}
+
+/// Adds [`hedge`](Hedgeable::hedge) to closures that return futures.
+///
+/// ```
+/// use std::time::Duration;
+/// use steadfast::{Attempt, HedgePolicy, Hedgeable};
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let policy = HedgePolicy::builder(Duration::from_millis(50)).max_attempts(2).build()?;
+/// let reply = (|attempt: Attempt| async move {
+///     // The first copy is stuck; the hedge sent at 50 ms answers at once.
+///     if attempt.is_first() {
+///         tokio::time::sleep(Duration::from_secs(10)).await;
+///     }
+///     Ok::<_, std::io::Error>(attempt.number)
+/// })
+/// .hedge(&policy)
+/// .name("lookup")
+/// .await?;
+/// assert_eq!(reply, 2);
+/// # Ok(())
+/// # }
+/// ```
+pub trait Hedgeable<Fut>: Sized {
+    /// Hedges this operation under `policy`; configure, then `.await`.
+    fn hedge<P: Borrow<HedgePolicy>>(self, policy: P) -> Hedge<Self, P>;
+}
+
+impl<F, Fut> Hedgeable<Fut> for F
+where
+    F: FnMut(Attempt) -> Fut,
+    Fut: Future,
+{
+    #[inline]
+    fn hedge<P: Borrow<HedgePolicy>>(self, policy: P) -> Hedge<Self, P> {
+        Hedge {
+            op: self,
+            policy,
+            classify: AnyError,
+            clock: DefaultClock::default(),
+            on_finish: (),
+            cancel: None,
+            deadline: None,
+            name: None,
+        }
+    }
+}

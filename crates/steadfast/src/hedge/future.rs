@@ -1,0 +1,302 @@
+use std::borrow::Borrow;
+use std::fmt;
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use pin_project_lite::pin_project;
+
+use super::{
+    Hedge, HedgeAction, HedgeDecision, HedgeError, HedgePolicy, HedgeState, HedgeStats, OnFinish,
+};
+use crate::cancel::Cancelled;
+use crate::deadline::WithDeadline;
+use crate::{AsyncClock, Attempt, Classify, Deadline, StopReason};
+
+pin_project! {
+    /// The hedging executor: the future a [`Hedge`] becomes when awaited.
+    ///
+    /// Every copy is a future polled by this one, in the caller's task: the
+    /// first inline, the hedges in a `FuturesUnordered` made only when the
+    /// first hedge is sent. Dropping it drops every copy; no task is
+    /// spawned and nothing outlives the call.
+    #[must_use = "futures do nothing unless polled"]
+    #[project = HedgeFutureProj]
+    pub struct HedgeFuture<F, Fut, P, K, C, H, T, E>
+    where
+        C: AsyncClock,
+    {
+        op: F,
+        policy: P,
+        classify: K,
+        clock: C,
+        on_finish: H,
+        cancel: Option<Cancelled>,
+        name: Option<&'static str>,
+        deadline: Option<Deadline>,
+        // Made at the first poll, where the ambient deadline is in force.
+        state: Option<HedgeState>,
+        last: Option<Result<T, E>>,
+        #[pin]
+        first: Option<WithDeadline<Fut>>,
+        hedges: Option<FuturesUnordered<Tagged<WithDeadline<Fut>>>>,
+        #[pin]
+        timer: Option<C::Sleep>,
+        timer_at: Option<Instant>,
+        done: bool,
+    }
+}
+
+pin_project! {
+    /// One hedged copy, tagged with its attempt number.
+    #[derive(Debug)]
+    pub(crate) struct Tagged<Fut> {
+        number: u32,
+        #[pin]
+        fut: Fut,
+    }
+}
+
+impl<Fut: Future> Future for Tagged<Fut> {
+    type Output = (u32, Fut::Output);
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        this.fut.poll(cx).map(|out| (*this.number, out))
+    }
+}
+
+impl<F, Fut, P, K, C, H, T, E> fmt::Debug for HedgeFuture<F, Fut, P, K, C, H, T, E>
+where
+    C: AsyncClock,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HedgeFuture")
+            .field("name", &self.name)
+            .field("state", &self.state)
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F, Fut, P, K, C, H, T, E> IntoFuture for Hedge<F, P, K, C, H>
+where
+    F: FnMut(Attempt) -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+    P: Borrow<HedgePolicy>,
+    K: Classify<T, E>,
+    C: AsyncClock,
+    H: OnFinish,
+{
+    type Output = Result<T, HedgeError<E>>;
+    type IntoFuture = HedgeFuture<F, Fut, P, K, C, H, T, E>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        HedgeFuture {
+            op: self.op,
+            policy: self.policy,
+            classify: self.classify,
+            clock: self.clock,
+            on_finish: self.on_finish,
+            cancel: self.cancel.as_ref().map(crate::CancelToken::cancelled),
+            name: self.name,
+            deadline: self.deadline,
+            state: None,
+            last: None,
+            first: None,
+            hedges: None,
+            timer: None,
+            timer_at: None,
+            done: false,
+        }
+    }
+}
+
+impl<F, Fut, P, K, C, H, T, E> Future for HedgeFuture<F, Fut, P, K, C, H, T, E>
+where
+    F: FnMut(Attempt) -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+    P: Borrow<HedgePolicy>,
+    K: Classify<T, E>,
+    C: AsyncClock,
+    H: OnFinish,
+{
+    type Output = Result<T, HedgeError<E>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        assert!(!*this.done, "HedgeFuture polled after it completed");
+        // One clock read per poll (and one more after a timer fires): the
+        // work in between is synchronous.
+        let mut now = this.clock.now();
+        loop {
+            if this
+                .cancel
+                .as_ref()
+                .is_some_and(|c| c.token().is_cancelled())
+            {
+                return Poll::Ready(this.stop_cancelled(now));
+            }
+            let deadline = *this.deadline;
+            let state = this.state.get_or_insert_with(|| {
+                Borrow::<HedgePolicy>::borrow(&*this.policy).start_at(now, deadline)
+            });
+            // 1. Poll the copies first: a reply that is already there makes
+            //    a due hedge unnecessary. Handle one outcome at a time.
+            let mut outcome = None;
+            if let Some(fut) = this.first.as_mut().as_pin_mut()
+                && let Poll::Ready(out) = fut.poll(cx)
+            {
+                this.first.set(None);
+                outcome = Some((1, out));
+            }
+            if outcome.is_none()
+                && let Some(hedges) = this.hedges.as_mut()
+                && let Poll::Ready(Some(done)) = hedges.poll_next_unpin(cx)
+            {
+                outcome = Some(done);
+            }
+            if let Some((number, out)) = outcome {
+                let verdict = this.classify.classify(&out);
+                match Borrow::<HedgePolicy>::borrow(&*this.policy)
+                    .on_outcome_at(state, number, verdict, now)
+                {
+                    HedgeDecision::Continue => *this.last = Some(out),
+                    HedgeDecision::Succeed => {
+                        *this.last = Some(out);
+                        return Poll::Ready(this.finish(StopReason::Permanent, now));
+                    }
+                    HedgeDecision::Stop(reason) => {
+                        *this.last = Some(out);
+                        return Poll::Ready(this.finish(reason, now));
+                    }
+                }
+                continue;
+            }
+            // 2. Send every copy that is due, then poll the new ones.
+            let mut sent_any = false;
+            let wake = loop {
+                match Borrow::<HedgePolicy>::borrow(&*this.policy).send_due_at(state, now) {
+                    HedgeAction::Send(attempt) => {
+                        sent_any = true;
+                        // Each copy runs with the call's deadline as its ambient one.
+                        let fut = WithDeadline::exactly((this.op)(attempt), attempt.deadline);
+                        if attempt.number == 1 {
+                            this.first.set(Some(fut));
+                        } else {
+                            this.hedges
+                                .get_or_insert_with(FuturesUnordered::new)
+                                .push(Tagged {
+                                    number: attempt.number,
+                                    fut,
+                                });
+                        }
+                    }
+                    HedgeAction::WaitUntil(t) => break Some(t),
+                    HedgeAction::WaitForOutcome => break None,
+                    HedgeAction::Stop(reason) => return Poll::Ready(this.finish(reason, now)),
+                }
+            };
+            if sent_any {
+                continue;
+            }
+            // 3. Wait for the next copy or the deadline.
+            if wake.is_none() && this.timer_at.is_some() {
+                this.timer.set(None);
+                *this.timer_at = None;
+            }
+            if let Some(at) = wake {
+                if *this.timer_at != Some(at) {
+                    this.timer
+                        .set(Some(this.clock.sleep(at.saturating_duration_since(now))));
+                    *this.timer_at = Some(at);
+                }
+                if let Some(timer) = this.timer.as_mut().as_pin_mut()
+                    && timer.poll(cx).is_ready()
+                {
+                    this.timer.set(None);
+                    *this.timer_at = None;
+                    now = this.clock.now();
+                    continue;
+                }
+            }
+            // 4. Register with the cancellation token only now, so a call
+            // whose first copy completes at once never touches it.
+            if let Some(cancel) = this.cancel.as_mut()
+                && Pin::new(cancel).poll(cx).is_ready()
+            {
+                return Poll::Ready(this.stop_cancelled(now));
+            }
+            return Poll::Pending;
+        }
+    }
+}
+
+impl<F, Fut, P, K, C, H, T, E> HedgeFutureProj<'_, F, Fut, P, K, C, H, T, E>
+where
+    Fut: Future<Output = Result<T, E>>,
+    C: AsyncClock,
+    H: OnFinish,
+{
+    fn stop_cancelled(&mut self, now: Instant) -> Result<T, HedgeError<E>> {
+        let reason = match self.state.as_ref().and_then(HedgeState::deadline) {
+            Some(d) if d.is_expired(now) => StopReason::Deadline,
+            _ => StopReason::Cancelled,
+        };
+        self.finish(reason, now)
+    }
+
+    /// Ends the call: counts and drops every copy still in flight, reports,
+    /// and turns the last outcome into the result. `reason` is used only
+    /// when the call did not succeed.
+    fn finish(&mut self, reason: StopReason, now: Instant) -> Result<T, HedgeError<E>> {
+        let stats = self
+            .state
+            .as_ref()
+            .map_or_else(HedgeStats::default, |s| s.stats(now));
+        self.first.set(None);
+        *self.hedges = None;
+        self.timer.set(None);
+        *self.done = true;
+        self.on_finish.on_finish(&stats);
+        let name = self.name.unwrap_or("operation");
+        let last = self.last.take();
+        match (stats.winner, last) {
+            (Some(winner), Some(Ok(value))) => {
+                tracing::debug!(
+                    name,
+                    winner,
+                    sent = stats.sent,
+                    cancelled = stats.cancelled,
+                    "steadfast: hedged call succeeded"
+                );
+                Ok(value)
+            }
+            // A retried `Ok` (say an HTTP 503) is still the caller's answer.
+            (None, Some(Ok(value))) => Ok(value),
+            (winner, last) => {
+                // The classifier called an error a success: it is final.
+                let reason = if winner.is_some() {
+                    StopReason::Permanent
+                } else {
+                    reason
+                };
+                tracing::debug!(
+                    name,
+                    sent = stats.sent,
+                    failed = stats.failed,
+                    cancelled = stats.cancelled,
+                    reason = reason.as_str(),
+                    "steadfast: hedged call failed"
+                );
+                let error = last.and_then(Result::err);
+                let err = HedgeError::new(reason, error, stats);
+                Err(match self.name {
+                    Some(name) => err.with_name(name),
+                    None => err,
+                })
+            }
+        }
+    }
+}
