@@ -84,6 +84,8 @@ pub struct AdaptiveThrottle<C: Clock = SystemClock> {
     draws: AtomicU64,
     rejections: AtomicU64,
     flag: RefusingFlag,
+    /// 1 + the epoch of the last rejection (0: never).
+    last_rejection: AtomicU64,
 }
 
 /// Builds an [`AdaptiveThrottle`]; see [`AdaptiveThrottle::builder`].
@@ -118,7 +120,8 @@ pub struct AdaptiveThrottleSnapshot {
     pub rejection_probability: f64,
     /// Requests rejected locally so far (first attempts and retries).
     pub rejections: u64,
-    /// Whether the last decision was a rejection.
+    /// Whether the throttle is in its rejecting state: it rejected, and the
+    /// probability has not yet been back at 0 in a later tenth of the window.
     pub refusing: bool,
 }
 
@@ -218,7 +221,20 @@ impl<C: Clock> AdaptiveThrottle<C> {
             let seed = self.draws.fetch_add(GAMMA, Ordering::Relaxed);
             Rng::with_seed(seed).unit_f64() < p
         };
-        if let Some(now_refusing) = self.flag.note(rejected) {
+        // Refusing from the first rejection; recovered once the probability
+        // is 0 in a later slot than the last rejection.
+        let change = if rejected {
+            if self.last_rejection.load(Ordering::Relaxed) != epoch + 1 {
+                self.last_rejection.store(epoch + 1, Ordering::Relaxed);
+            }
+            self.flag.note(true, false)
+        } else if self.flag.get() {
+            let recovered = p == 0.0 && epoch + 1 > self.last_rejection.load(Ordering::Relaxed);
+            self.flag.note(false, recovered)
+        } else {
+            None
+        };
+        if let Some(now_refusing) = change {
             report_transition(NAME, now_refusing, &self.snapshot());
         }
         if rejected {
@@ -295,6 +311,7 @@ impl AdaptiveThrottleBuilder {
             draws: AtomicU64::new(seed),
             rejections: AtomicU64::new(0),
             flag: RefusingFlag::new(),
+            last_rejection: AtomicU64::new(0),
         })
     }
 }

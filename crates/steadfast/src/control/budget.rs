@@ -41,8 +41,9 @@ const RETRIES: Counter = Counter::B;
 /// in steps of `ttl / 10`. Time comes from the injected [`Clock`], so tests
 /// and the simulator run on virtual time.
 ///
-/// **Concurrency.** A withdrawal first counts the retry, then checks the
-/// balance including it, and takes it back if the balance went negative.
+/// **Concurrency.** A withdrawal first looks (read-only) whether a retry's
+/// worth is left, then counts the retry, checks the balance including it and
+/// every racing withdrawal, and takes it back if the balance went negative.
 /// Two racing withdrawals can therefore both see each other and both be
 /// refused when only one retry was left (conservative), but the budget never
 /// grants more than it holds. Records are ignored: the budget counts calls
@@ -79,6 +80,8 @@ pub struct RetryBudget<C: Clock = SystemClock> {
     min_per_sec: u32,
     ttl: Duration,
     flag: RefusingFlag,
+    /// 1 + the epoch of the last refusal (0: never).
+    last_refusal: AtomicU64,
     refusals: AtomicU64,
 }
 
@@ -117,7 +120,8 @@ pub struct RetryBudgetSnapshot {
     /// Retries the budget would allow now (fractional: 0.5 is half of the
     /// next retry's cost).
     pub available: f64,
-    /// Whether the last decision was a refusal.
+    /// Whether the budget is in its refusing state: it refused, and has not
+    /// yet granted a retry in a later tenth of the ttl.
     pub refusing: bool,
     /// Retries refused so far.
     pub refusals: u64,
@@ -190,8 +194,22 @@ impl<C: Clock> RetryBudget<C> {
         self.reserve + self.deposit * i128::from(requests) - WITHDRAWAL * i128::from(retries)
     }
 
-    fn note(&self, refused: bool) {
-        if let Some(now_refusing) = self.flag.note(refused) {
+    /// Tracks the refusing state: up on a refusal, down on the first grant
+    /// in a later slot than the last refusal.
+    #[inline]
+    fn note(&self, refused: bool, epoch: u64) {
+        let change = if refused {
+            if self.last_refusal.load(Ordering::Relaxed) != epoch + 1 {
+                self.last_refusal.store(epoch + 1, Ordering::Relaxed);
+            }
+            self.flag.note(true, false)
+        } else if self.flag.get() {
+            let recovered = epoch + 1 > self.last_refusal.load(Ordering::Relaxed);
+            self.flag.note(false, recovered)
+        } else {
+            None
+        };
+        if let Some(now_refusing) = change {
             report_transition(NAME, now_refusing, &self.snapshot());
         }
     }
@@ -280,6 +298,7 @@ impl RetryBudgetBuilder {
             min_per_sec: self.min_per_sec,
             ttl: self.ttl,
             flag: RefusingFlag::new(),
+            last_refusal: AtomicU64::new(0),
             refusals: AtomicU64::new(0),
         })
     }
@@ -303,18 +322,24 @@ impl<C: Clock> RetryControl for RetryBudget<C> {
 
     #[inline]
     fn allow_retry(&self) -> Result<(), Refusal> {
-        let stamp = self.window.add(self.epoch(), RETRIES);
-        // Sum at the epoch the withdrawal actually landed in.
-        let (requests, retries) = self.window.sums(stamp.epoch());
-        if self.balance(requests, retries) >= 0 {
-            self.note(false);
-            Ok(())
-        } else {
+        let epoch = self.epoch();
+        // A read-only look first: an empty budget (the usual state while it
+        // refuses) is refused without writing to the shared counters.
+        let (requests, retries) = self.window.sums(epoch);
+        if self.balance(requests, retries) >= WITHDRAWAL {
+            let stamp = self.window.add(epoch, RETRIES);
+            // Check again including this withdrawal and every racing one,
+            // summing at the epoch the withdrawal actually landed in.
+            let (requests, retries) = self.window.sums(stamp.epoch());
+            if self.balance(requests, retries) >= 0 {
+                self.note(false, epoch);
+                return Ok(());
+            }
             self.window.undo(stamp, RETRIES);
-            self.refusals.fetch_add(1, Ordering::Relaxed);
-            self.note(true);
-            Err(Refusal { by: NAME })
         }
+        self.refusals.fetch_add(1, Ordering::Relaxed);
+        self.note(true, epoch);
+        Err(Refusal { by: NAME })
     }
 
     /// Takes back a deposit (the call was not sent after all: another

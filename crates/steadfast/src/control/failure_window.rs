@@ -3,8 +3,8 @@
 
 use std::fmt;
 
-use super::sync::{AtomicI64, AtomicU64, Ordering};
-use super::{Outcome, Refusal, RetryControl, report_transition};
+use super::sync::{AtomicI64, AtomicU64, CachePadded, Ordering};
+use super::{Outcome, Refusal, RefusingFlag, RetryControl, report_transition};
 use crate::ConfigError;
 
 const NAME: &str = "failure window";
@@ -45,10 +45,12 @@ const NAME: &str = "failure window";
 pub struct FailureWindow {
     words: Box<[AtomicU64]>,
     bits: u64,
-    cursor: AtomicU64,
+    /// Written by every report: kept off the line `allow_retry` reads.
+    cursor: CachePadded<AtomicU64>,
     failures: AtomicI64,
     threshold: u32,
     refusals: AtomicU64,
+    flag: RefusingFlag,
 }
 
 /// Builds a [`FailureWindow`]; see [`FailureWindow::builder`].
@@ -144,7 +146,7 @@ impl FailureWindow {
         FailureWindowSnapshot {
             failures,
             capacity: u32::try_from(self.bits).unwrap_or(u32::MAX),
-            recorded: self.cursor.load(Ordering::Relaxed),
+            recorded: self.cursor.0.load(Ordering::Relaxed),
             threshold: self.threshold,
             refusing: failures > self.threshold,
             refusals: self.refusals.load(Ordering::Relaxed),
@@ -206,10 +208,11 @@ impl FailureWindowBuilder {
         Ok(FailureWindow {
             words,
             bits,
-            cursor: AtomicU64::new(0),
+            cursor: CachePadded(AtomicU64::new(0)),
             failures: AtomicI64::new(0),
             threshold: self.threshold,
             refusals: AtomicU64::new(0),
+            flag: RefusingFlag::new(),
         })
     }
 }
@@ -221,7 +224,7 @@ impl RetryControl for FailureWindow {
 
     fn record(&self, outcome: Outcome) {
         let failed = outcome == Outcome::RetryableFailure;
-        let pos = self.cursor.fetch_add(1, Ordering::Relaxed) % self.bits;
+        let pos = self.cursor.0.fetch_add(1, Ordering::Relaxed) % self.bits;
         // `pos / 64` < words.len() by construction (bits <= 64 * len).
         let Some(word) = self.words.get((pos / 64) as usize) else {
             return;
@@ -240,12 +243,11 @@ impl RetryControl for FailureWindow {
             return; // a racing report at the same position flipped it first
         }
         let delta = if failed { 1 } else { -1 };
-        let old = self.failures.fetch_add(delta, Ordering::AcqRel);
+        let new = self.failures.fetch_add(delta, Ordering::AcqRel) + delta;
         let threshold = i64::from(self.threshold);
-        // Each update moves the count by one, so exactly one update crosses
-        // the threshold each way: the transition report cannot be duplicated.
-        if (old > threshold) != (old + delta > threshold) {
-            report_transition(NAME, failed, &self.snapshot());
+        // Refusing above the threshold; recovered at half of it.
+        if let Some(now_refusing) = self.flag.note(new > threshold, 2 * new <= threshold) {
+            report_transition(NAME, now_refusing, &self.snapshot());
         }
     }
 

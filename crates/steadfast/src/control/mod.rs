@@ -19,7 +19,12 @@
 //! Every control lives behind an `Arc`, is lock-free (atomic words only; no
 //! mutex on any path), exposes a typed `snapshot()` for telemetry, emits a
 //! `tracing` event at `info` level when it starts refusing and when it
-//! recovers, and names itself in the [`Refusal`] it returns.
+//! recovers, and names itself in the [`Refusal`] it returns. The events are
+//! debounced so that a control hovering at its threshold does not log one
+//! per call: "started refusing" comes with the first refusal, "recovered"
+//! only once the control is clearly clear (the token bucket back to 3/4 of
+//! `maxTokens`, the failure window down to half its threshold, the budget
+//! and the throttle a full tenth of their window without a refusal).
 //!
 //! The retry engine, the hedger, the tower layer and the gRPC layer all take
 //! an `Arc<dyn RetryControl>`; give the *same* object to the retry policy and
@@ -204,9 +209,12 @@ impl<C: RetryControl + ?Sized> RetryControl for Arc<C> {
     }
 }
 
-/// Race-safe detection of the "started refusing" / "recovered" transitions
-/// of controls whose state is only known at decision time: a flag flipped
-/// with `swap`, so exactly one of several racing threads reports each flip.
+/// Race-safe, debounced detection of the "started refusing" / "recovered"
+/// transitions: a flag flipped with `swap`, so exactly one of several racing
+/// threads reports each flip. The flag goes up on the first sign of refusal
+/// and comes down only on a stricter sign of recovery (each control says
+/// which), so a control hovering at its threshold does not log an event per
+/// call.
 #[derive(Debug)]
 pub(crate) struct RefusingFlag {
     refusing: AtomicBool,
@@ -219,20 +227,26 @@ impl RefusingFlag {
         }
     }
 
-    /// Whether the last decision was a refusal.
+    /// Whether the control is in its (reported) refusing state.
     pub(crate) fn get(&self) -> bool {
         self.refusing.load(Ordering::Relaxed)
     }
 
-    /// Notes a decision; returns `Some(now_refusing)` when this call flipped
-    /// the flag (and so must report the transition).
+    /// Notes the control's state: `refusing` raises the flag, `recovered`
+    /// (a stricter condition than `!refusing`) lowers it. Returns
+    /// `Some(now_refusing)` when this call flipped the flag, and so must
+    /// report the transition.
     #[inline]
-    pub(crate) fn note(&self, refused: bool) -> Option<bool> {
+    pub(crate) fn note(&self, refusing: bool, recovered: bool) -> Option<bool> {
         // A plain load first keeps the common case (no change) read-only.
-        if self.refusing.load(Ordering::Relaxed) == refused {
-            return None;
+        let reported = self.refusing.load(Ordering::Relaxed);
+        if !reported && refusing {
+            (!self.refusing.swap(true, Ordering::AcqRel)).then_some(true)
+        } else if reported && recovered {
+            self.refusing.swap(false, Ordering::AcqRel).then_some(false)
+        } else {
+            None
         }
-        (self.refusing.swap(refused, Ordering::AcqRel) != refused).then_some(refused)
     }
 }
 
@@ -300,7 +314,20 @@ mod tests {
                 bucket.record(Outcome::RetryableFailure); // crosses at 2 tokens
             }
             for _ in 0..30 {
-                bucket.record(Outcome::Success); // recovers above 2
+                bucket.record(Outcome::Success); // recovered at 3 (3/4 of 4)
+            }
+            // Hovering at the threshold: one event, not one per call.
+            let bucket = TokenBucket::builder().max_tokens(10).build().unwrap();
+            for _ in 0..5 {
+                bucket.record(Outcome::RetryableFailure); // 5 tokens: refusing
+            }
+            for _ in 0..3 {
+                for _ in 0..10 {
+                    bucket.record(Outcome::Success); // 6 tokens: allowed, not "recovered"
+                }
+                assert!(bucket.allow_retry().is_ok());
+                bucket.record(Outcome::RetryableFailure); // 5 tokens: refusing
+                assert!(bucket.allow_retry().is_err());
             }
             let window = FailureWindow::builder()
                 .bytes(1)
@@ -317,10 +344,11 @@ mod tests {
         assert_eq!(
             events,
             [
-                "retry control started refusing",
-                "retry control recovered",
-                "retry control started refusing",
-                "retry control recovered",
+                "retry control started refusing", // bucket 1 drained
+                "retry control recovered",        // bucket 1 back at 3/4
+                "retry control started refusing", // bucket 2, once despite hovering
+                "retry control started refusing", // the window
+                "retry control recovered",        // the window empty again
             ]
         );
     }
@@ -328,13 +356,24 @@ mod tests {
     #[test]
     fn decision_time_transitions_are_reported_once() {
         let events = events_of(|| {
-            let budget = RetryBudget::builder().min_per_sec(1).build().unwrap();
+            let clock = crate::clock::VirtualClock::new();
+            let budget = RetryBudget::builder()
+                .min_per_sec(1)
+                .build_with_clock(clock.clone())
+                .unwrap();
             // 10 retries in reserve, then refusals, and no event per refusal.
             for _ in 0..20 {
                 let _ = budget.allow_retry();
             }
+            // A grant in the same slot as the last refusal is not a recovery.
             budget.refund(Grant::Retry);
             assert!(budget.allow_retry().is_ok());
+            assert!(budget.snapshot().refusing);
+            // A grant a slot (ttl / 10) later is.
+            budget.refund(Grant::Retry);
+            crate::clock::Clock::sleep_blocking(&clock, std::time::Duration::from_secs(1));
+            assert!(budget.allow_retry().is_ok());
+            assert!(!budget.snapshot().refusing);
         });
         assert_eq!(
             events,
@@ -348,15 +387,21 @@ mod tests {
         let flips: usize = (0..4)
             .map(|_| {
                 let flag = Arc::clone(&flag);
-                std::thread::spawn(move || (0..100).filter(|_| flag.note(true).is_some()).count())
+                std::thread::spawn(move || {
+                    (0..100)
+                        .filter(|_| flag.note(true, false).is_some())
+                        .count()
+                })
             })
             .collect::<Vec<_>>()
             .into_iter()
             .map(|t| t.join().unwrap())
             .sum();
         assert_eq!(flips, 1);
-        assert_eq!(flag.note(false), Some(false));
-        assert_eq!(flag.note(false), None);
+        // Not refusing, but not recovered either: the flag stays up.
+        assert_eq!(flag.note(false, false), None);
+        assert_eq!(flag.note(false, true), Some(false));
+        assert_eq!(flag.note(false, true), None);
     }
 
     #[test]
