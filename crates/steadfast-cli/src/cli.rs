@@ -222,6 +222,8 @@ pub enum Scenario {
     Herd,
     /// A retry storm during an incident.
     Storm,
+    /// Tail latency, with and without hedged requests.
+    Tail,
     /// Every scenario.
     All,
 }
@@ -288,7 +290,7 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "DURATION", help_heading = "Herd", value_parser = positive_duration_value)]
     pub horizon: Option<Duration>,
 
-    /// storm: calls per second, all clients together (default 2000).
+    /// storm and tail: calls per second, all clients together (default 2000 for storm, 1000 for tail).
     #[arg(long, value_name = "PER_SEC", help_heading = "Storm", value_parser = rate_value)]
     pub rate: Option<f64>,
 
@@ -300,7 +302,7 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "N", help_heading = "Storm", value_parser = clap::value_parser!(u32).range(1..))]
     pub capacity: Option<u32>,
 
-    /// storm: the server's service time: const:D, exp:MEAN, lognormal:MEDIAN:SIGMA, or a mixture W*D + W*D (default exp:10ms).
+    /// storm and tail: the server's service time: const:D, exp:MEAN, lognormal:MEDIAN:SIGMA, or a mixture W*D + W*D (default exp:10ms for storm, 0.98*exp:1ms + 0.02*exp:200ms for tail).
     #[arg(long, value_name = "DIST", help_heading = "Storm", value_parser = latency_value)]
     pub latency: Option<steadfast_sim::Latency>,
 
@@ -315,6 +317,10 @@ pub struct SimulateArgs {
     /// storm: the backoff every strategy retries with (PRESET[:KEY=VALUE,...], default exponential).
     #[arg(long, value_name = "SPEC", help_heading = "Storm", value_parser = backoff_value)]
     pub backoff: Option<BackoffSpec>,
+
+    /// tail: calls made (default 100000).
+    #[arg(long, value_name = "N", help_heading = "Tail", value_parser = clap::value_parser!(u32).range(1..))]
+    pub calls: Option<u32>,
 }
 
 /// The options of `steadfast schedule`.

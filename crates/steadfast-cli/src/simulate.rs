@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use steadfast_sim::herd::HerdConfig;
 use steadfast_sim::storm::{Incident, IncidentKind, StormConfig};
+use steadfast_sim::tail::TailConfig;
 use steadfast_sim::{SimConfig, SimError};
 
 use crate::cli::{Scenario, SimulateArgs};
@@ -82,6 +83,19 @@ pub fn config(args: &SimulateArgs) -> Result<SimConfig, SimError> {
         }
         config.storm = Some(storm);
     }
+    if matches!(scenario, Scenario::Tail | Scenario::All) {
+        let mut tail = TailConfig::default();
+        if let Some(n) = args.calls {
+            tail.calls = n;
+        }
+        if let Some(rate) = args.rate {
+            tail.call_rate = rate;
+        }
+        if let Some(latency) = &args.latency {
+            tail.server.latency = latency.clone();
+        }
+        config.tail = Some(tail);
+    }
     Ok(match args.seed {
         Some(seed) => config.with_seed(seed),
         None => config,
@@ -152,11 +166,21 @@ mod tests {
     }
 
     #[test]
-    fn no_scenario_means_both_on_defaults() {
+    fn no_scenario_means_all_on_defaults() {
         let c = config(&args(&[])).unwrap();
-        let (h, s) = (c.herd.unwrap(), c.storm.unwrap());
+        let (h, s, t) = (c.herd.unwrap(), c.storm.unwrap(), c.tail.unwrap());
         assert_eq!(h.clients, HerdConfig::default().clients);
         assert_eq!(s.clients, StormConfig::default().clients);
+        assert_eq!(t.calls, TailConfig::default().calls);
+    }
+
+    #[test]
+    fn tail_flags_reach_the_tail_scenario_only() {
+        let c = config(&args(&["tail", "--calls", "500", "--rate", "250"])).unwrap();
+        assert!(c.herd.is_none() && c.storm.is_none());
+        let t = c.tail.unwrap();
+        assert_eq!(t.calls, 500);
+        assert!((t.call_rate - 250.0).abs() < f64::EPSILON);
     }
 
     #[test]

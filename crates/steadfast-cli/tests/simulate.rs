@@ -29,7 +29,7 @@ fn assert_png(path: &Path) {
 }
 
 #[test]
-fn both_scenarios_write_a_report() {
+fn every_scenario_writes_a_report() {
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("report");
     let out = steadfast(&[
@@ -47,6 +47,8 @@ fn both_scenarios_write_a_report() {
         "10s",
         "--incident-start",
         "2s",
+        "--calls",
+        "2000",
         "--seed",
         "5",
         "--out",
@@ -57,6 +59,7 @@ fn both_scenarios_write_a_report() {
     let summary = String::from_utf8(out.stdout).unwrap();
     assert!(summary.contains("== herd"), "{summary}");
     assert!(summary.contains("== storm"), "{summary}");
+    assert!(summary.contains("== tail"), "{summary}");
     assert!(summary.contains("20 clients"), "{summary}");
     assert!(summary.contains("Seed 5"), "{summary}");
     let index = std::fs::read_to_string(out_dir.join("index.html")).unwrap();
@@ -65,6 +68,7 @@ fn both_scenarios_write_a_report() {
         "herd_connected",
         "storm_attempts",
         "storm_success",
+        "tail_latency",
     ] {
         assert!(index.contains(&format!("{stem}.svg")), "{stem}");
         assert_svg(&out_dir.join(format!("{stem}.svg")));
