@@ -15,6 +15,8 @@ pub struct CallState {
     deadline: Option<Deadline>,
     started: Option<Instant>,
     refused_by: Option<&'static str>,
+    /// A retry the control granted whose attempt has not started yet.
+    granted: bool,
     /// The backoff progress and the random source, made at the first
     /// retry: a call that succeeds at once never initialises them.
     backoff: Option<(ScheduleState, Rng)>,
@@ -98,6 +100,7 @@ impl<S: Schedule> RetryPolicy<S> {
             deadline: Deadline::earliest(deadline, crate::deadline::current()),
             started: None,
             refused_by: None,
+            granted: false,
             backoff: None,
         };
         if let Some(limit) = self.max_elapsed {
@@ -129,6 +132,7 @@ impl<S: Schedule> RetryPolicy<S> {
     #[inline]
     pub fn decide<C: Clock>(&self, state: &mut CallState, verdict: Verdict, clock: &C) -> Decision {
         state.attempts = state.attempts.saturating_add(1);
+        state.granted = false;
         if verdict == Verdict::Success {
             if let Some(control) = &self.control {
                 control.record(Outcome::Success);
@@ -191,11 +195,12 @@ impl<S: Schedule> RetryPolicy<S> {
         {
             return Decision::Stop(StopReason::Deadline);
         }
-        if let Some(control) = &self.control
-            && let Err(refusal) = control.allow_retry()
-        {
-            state.refused_by = Some(refusal.by);
-            return Decision::Stop(StopReason::Throttled);
+        if let Some(control) = &self.control {
+            if let Err(refusal) = control.allow_retry() {
+                state.refused_by = Some(refusal.by);
+                return Decision::Stop(StopReason::Throttled);
+            }
+            state.granted = true;
         }
         tracing::debug!(
             attempt = state.attempts,
@@ -206,5 +211,22 @@ impl<S: Schedule> RetryPolicy<S> {
             "steadfast: retrying"
         );
         Decision::Retry(delay)
+    }
+}
+
+impl<S> RetryPolicy<S> {
+    /// Ends a call that stops while it waits for a retry it was granted
+    /// (cancelled, or cut by its deadline, before the attempt started): the
+    /// control gets the grant back ([`RetryControl::refund`]), so a budget
+    /// does not pay for an attempt that was never sent. Does nothing when no
+    /// grant is outstanding.
+    ///
+    /// [`RetryControl::refund`]: crate::RetryControl::refund
+    pub fn abandon(&self, state: &mut CallState) {
+        if std::mem::take(&mut state.granted)
+            && let Some(control) = &self.control
+        {
+            control.refund(crate::control::Grant::Retry);
+        }
     }
 }

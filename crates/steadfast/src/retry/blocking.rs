@@ -62,6 +62,7 @@ where
             if let Some(token) = &self.options.cancel
                 && token.is_cancelled()
             {
+                policy.abandon(&mut state);
                 let now = clock.now();
                 return conclude(last, cancel_reason(&state, now), &state, now, name, false);
             }
@@ -110,6 +111,7 @@ where
                         .into_inner();
                     last = Some(outcome);
                     if sleep(clock, delay, self.options.cancel.as_ref()) {
+                        policy.abandon(&mut state);
                         let now = clock.now();
                         return conclude(
                             last,

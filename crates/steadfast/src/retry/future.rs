@@ -360,6 +360,8 @@ where
         );
         if self.core.phase == Phase::Attempt {
             call.count_abandoned_attempt();
+        } else {
+            self.core.policy.as_policy().abandon(call);
         }
         self.core.phase = Phase::Done;
         self.attempt.set(None);

@@ -714,3 +714,79 @@ fn an_async_attempt_sees_its_deadline_as_the_ambient_one() {
     );
     assert_eq!(result, Ok(true));
 }
+
+/// A control that grants every retry and counts grants and refunds.
+#[derive(Debug, Default)]
+struct Ledger {
+    granted: AtomicU32,
+    refunded: AtomicU32,
+}
+
+impl RetryControl for Ledger {
+    fn record(&self, _: Outcome) {}
+    fn allow_retry(&self) -> Result<(), Refusal> {
+        self.granted.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+    fn refund(&self, grant: crate::control::Grant) {
+        assert_eq!(grant, crate::control::Grant::Retry);
+        self.refunded.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn a_retry_cancelled_before_it_runs_is_refunded() {
+    let ledger = Arc::new(Ledger::default());
+    let policy = RetryPolicy::with_schedule(Fixed(vec![secs(3600); 5]))
+        .max_attempts(5)
+        .control(ledger.clone())
+        .build()
+        .unwrap();
+    let token = CancelToken::new();
+    let t = token.clone();
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(20));
+        t.cancel();
+    });
+    let err = (|_: Attempt| Err::<(), _>("down"))
+        .retry_blocking(&policy)
+        .cancel_on(token)
+        .call()
+        .unwrap_err();
+    canceller.join().unwrap();
+    assert_eq!(err.reason(), StopReason::Cancelled);
+    assert_eq!(ledger.granted.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        ledger.refunded.load(Ordering::SeqCst),
+        1,
+        "the unused grant went back"
+    );
+}
+
+#[cfg(feature = "tokio")]
+#[tokio::test(start_paused = true)]
+async fn an_async_retry_cancelled_mid_sleep_is_refunded_but_a_used_one_is_not() {
+    let ledger = Arc::new(Ledger::default());
+    let policy = RetryPolicy::with_schedule(Fixed(vec![secs(1), secs(3600)]))
+        .max_attempts(5)
+        .control(ledger.clone())
+        .build()
+        .unwrap();
+    let token = CancelToken::new();
+    let t = token.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(secs(60)).await;
+        t.cancel();
+    });
+    let err = (|_: Attempt| async { Err::<(), _>("down") })
+        .retry(&policy)
+        .cancel_on(token)
+        .await
+        .unwrap_err();
+    assert_eq!(err.reason(), StopReason::Cancelled);
+    assert_eq!(err.attempts(), 2);
+    // Two grants: the first was used by attempt 2, the second was pending
+    // in the one-hour wait when the call was cancelled.
+    assert_eq!(ledger.granted.load(Ordering::SeqCst), 2);
+    assert_eq!(ledger.refunded.load(Ordering::SeqCst), 1);
+}
