@@ -16,28 +16,13 @@ use std::time::{Duration, Instant};
 
 use steadfast::clock::{Clock, VirtualClock};
 use steadfast::control::{AdaptiveThrottle, AllOf, FailureWindow, RetryBudget, TokenBucket};
-use steadfast::{
-    Attempt, BlockingRetryable, RetryControl, RetryPolicy, Rng, Schedule, ScheduleState,
-};
+use steadfast::{Attempt, Backoff, BlockingRetryable, RetryControl, RetryPolicy, Rng};
 
 const CALLS: u64 = 10_000;
 const SPACING: Duration = Duration::from_millis(10);
 const OUTAGE: Range<Duration> = Duration::from_secs(20)..Duration::from_secs(60);
 /// The budget's ttl: its window, and the transient at the outage's onset.
 const BUDGET_TTL: Duration = Duration::from_secs(1);
-
-/// A constant 1 ms between attempts (the policy's `max_attempts` limits them).
-#[derive(Debug, Clone)]
-struct Constant(Duration);
-
-impl Schedule for Constant {
-    fn next_delay(&self, state: &mut ScheduleState, _: &mut Rng) -> Option<Duration> {
-        state.retries += 1;
-        state.prev = self.0;
-        state.total += self.0;
-        Some(self.0)
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Unavailable;
@@ -75,8 +60,11 @@ fn run(
 ) -> Stats {
     let clock = VirtualClock::new();
     let t0 = clock.now();
-    let mut builder =
-        RetryPolicy::with_schedule(Constant(Duration::from_millis(1))).max_attempts(3);
+    // A constant 1 ms between attempts (the policy's `max_attempts` limits them).
+    let constant = Backoff::constant(Duration::from_millis(1))
+        .build()
+        .expect("valid backoff");
+    let mut builder = RetryPolicy::builder().backoff(constant).max_attempts(3);
     if let Some(control) = make_control(&clock) {
         builder = builder.control(control);
     }
