@@ -173,6 +173,18 @@ pub(crate) mod check {
     /// The most buckets a time series may have.
     pub(crate) const MAX_BUCKETS: u64 = 10_000_000;
 
+    /// A client count: at least 1, at most [`MAX_CLIENTS`].
+    pub(crate) fn clients(scope: &'static str, clients: u32) -> Result<(), SimError> {
+        at_least(scope, "clients", clients.into(), 1, "must be at least 1")?;
+        at_most(
+            scope,
+            "clients",
+            clients.into(),
+            MAX_CLIENTS,
+            "must be at most 10,000,000",
+        )
+    }
+
     pub(crate) fn at_most(
         scope: &'static str,
         field: &'static str,

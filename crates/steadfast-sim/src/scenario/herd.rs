@@ -294,20 +294,7 @@ impl HerdConfig {
     /// assert!(config.validate().unwrap_err().to_string().contains("`window`"));
     /// ```
     pub fn validate(&self) -> Result<(), SimError> {
-        check::at_least(
-            SCOPE,
-            "clients",
-            self.clients.into(),
-            1,
-            "must be at least 1",
-        )?;
-        check::at_most(
-            SCOPE,
-            "clients",
-            self.clients.into(),
-            check::MAX_CLIENTS,
-            "must be at most 10,000,000",
-        )?;
+        check::clients(SCOPE, self.clients)?;
         check::at_least(
             SCOPE,
             "accepts_per_window",

@@ -402,20 +402,7 @@ impl StormConfig {
     /// assert!(config.validate().unwrap_err().to_string().contains("`call_rate`"));
     /// ```
     pub fn validate(&self) -> Result<(), SimError> {
-        check::at_least(
-            SCOPE,
-            "clients",
-            self.clients.into(),
-            1,
-            "must be at least 1",
-        )?;
-        check::at_most(
-            SCOPE,
-            "clients",
-            self.clients.into(),
-            check::MAX_CLIENTS,
-            "must be at most 10,000,000",
-        )?;
+        check::clients(SCOPE, self.clients)?;
         check::finite_positive(SCOPE, "call_rate", self.call_rate)?;
         check::positive_duration(SCOPE, "duration", self.duration)?;
         check::positive_duration(SCOPE, "bucket", self.bucket)?;
