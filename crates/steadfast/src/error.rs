@@ -121,7 +121,8 @@ impl<E> RetryError<E> {
     }
 }
 
-struct Secs(Duration);
+/// A duration as error messages print it: `3.2s`, or `250ms` below a second.
+pub(crate) struct Secs(pub(crate) Duration);
 
 impl fmt::Display for Secs {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -142,12 +142,11 @@ impl<E: fmt::Display> fmt::Display for HedgeError<E> {
         let sent = self.stats.sent;
         let plural = if sent == 1 { "" } else { "s" };
         let elapsed = self.stats.elapsed;
-        write!(f, "{name} failed after {sent} hedged attempt{plural} in ")?;
-        if elapsed >= std::time::Duration::from_secs(1) {
-            write!(f, "{:.1}s (", elapsed.as_secs_f64())?;
-        } else {
-            write!(f, "{}ms (", elapsed.as_millis())?;
-        }
+        write!(
+            f,
+            "{name} failed after {sent} hedged attempt{plural} in {} (",
+            crate::error::Secs(elapsed)
+        )?;
         match (self.reason, self.stats.refused_by) {
             (StopReason::Throttled, Some(by)) => write!(f, "hedge refused by {by}")?,
             (reason, _) => f.write_str(reason.as_str())?,
