@@ -88,8 +88,13 @@ impl CancelToken {
     /// ```
     #[must_use]
     pub fn cancelled(&self) -> Cancelled {
+        self.clone().into_cancelled()
+    }
+
+    /// [`cancelled`](Self::cancelled), keeping this handle instead of a clone.
+    pub(crate) const fn into_cancelled(self) -> Cancelled {
         Cancelled {
-            token: self.clone(),
+            token: self,
             slot: None,
         }
     }
@@ -193,16 +198,25 @@ impl Future for Cancelled {
 }
 
 impl Drop for Cancelled {
+    #[inline]
     fn drop(&mut self) {
         if let Some(i) = self.slot {
-            if self.token.is_cancelled() {
-                return;
-            }
-            let mut waiters = self.token.lock();
-            if let Some(slot) = waiters.slots.get_mut(i) {
-                *slot = None;
-                waiters.free.push(i);
-            }
+            self.deregister(i);
+        }
+    }
+}
+
+impl Cancelled {
+    /// Frees this future's waker slot (it registered while pending).
+    #[cold]
+    fn deregister(&self, i: usize) {
+        if self.token.is_cancelled() {
+            return;
+        }
+        let mut waiters = self.token.lock();
+        if let Some(slot) = waiters.slots.get_mut(i) {
+            *slot = None;
+            waiters.free.push(i);
         }
     }
 }

@@ -20,8 +20,15 @@ use crate::StopReason;
 ///     "fetch_user failed after 5 attempts in 3.2s (attempts exhausted): connection refused"
 /// );
 /// ```
+///
+/// The details live behind one box, so a `Result<T, RetryError<E>>` is
+/// barely larger than `T`: the success path moves no more than it must, and
+/// the box is made only when a call gives up.
 #[derive(Clone, PartialEq, Eq)]
-pub struct RetryError<E> {
+pub struct RetryError<E>(Box<Details<E>>);
+
+#[derive(Clone, PartialEq, Eq)]
+struct Details<E> {
     reason: StopReason,
     last_error: Option<E>,
     attempts: u32,
@@ -39,7 +46,7 @@ impl<E> RetryError<E> {
         attempts: u32,
         elapsed: Duration,
     ) -> Self {
-        Self {
+        Self(Box::new(Details {
             reason,
             last_error,
             attempts,
@@ -47,77 +54,77 @@ impl<E> RetryError<E> {
             name: None,
             refused_by: None,
             timed_out: false,
-        }
+        }))
     }
 
     /// Names the operation in messages.
     #[must_use]
     pub fn with_name(mut self, name: &'static str) -> Self {
-        self.name = Some(name);
+        self.0.name = Some(name);
         self
     }
 
     /// Records which retry control refused (for [`StopReason::Throttled`]).
     #[must_use]
     pub fn with_refused_by(mut self, by: Option<&'static str>) -> Self {
-        self.refused_by = by;
+        self.0.refused_by = by;
         self
     }
 
     /// Records that the last attempt ran out of time rather than failing.
     #[must_use]
     pub fn with_timed_out(mut self, timed_out: bool) -> Self {
-        self.timed_out = timed_out;
+        self.0.timed_out = timed_out;
         self
     }
 
     /// Why the call stopped.
     #[must_use]
     pub fn reason(&self) -> StopReason {
-        self.reason
+        self.0.reason
     }
 
     /// Attempts made, counting the first.
     #[must_use]
     pub fn attempts(&self) -> u32 {
-        self.attempts
+        self.0.attempts
     }
 
     /// Time spent, from the call's start when a time limit made the executor
     /// read the clock then, otherwise from the end of the first attempt.
     #[must_use]
     pub fn elapsed(&self) -> Duration {
-        self.elapsed
+        self.0.elapsed
     }
 
     /// The operation's name, if one was given.
     #[must_use]
     pub fn name(&self) -> Option<&'static str> {
-        self.name
+        self.0.name
     }
 
     /// The control that refused a retry, for [`StopReason::Throttled`].
     #[must_use]
     pub fn refused_by(&self) -> Option<&'static str> {
-        self.refused_by
+        self.0.refused_by
     }
 
     /// Whether the last attempt was cut off by its timeout.
     #[must_use]
     pub fn timed_out(&self) -> bool {
-        self.timed_out
+        self.0.timed_out
     }
 
     /// The last error the operation returned, if any attempt returned one.
     #[must_use]
     pub fn last_error(&self) -> Option<&E> {
-        self.last_error.as_ref()
+        self.0.last_error.as_ref()
     }
 
     /// Takes the last error out.
     #[must_use]
     pub fn into_last_error(self) -> Option<E> {
-        self.last_error
+        self.0.last_error
     }
 }
 
@@ -137,22 +144,22 @@ impl fmt::Display for Secs {
 
 impl<E: fmt::Display> fmt::Display for RetryError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = self.name.unwrap_or("operation");
-        let plural = if self.attempts == 1 { "" } else { "s" };
+        let name = self.0.name.unwrap_or("operation");
+        let plural = if self.0.attempts == 1 { "" } else { "s" };
         write!(
             f,
             "{name} failed after {} attempt{plural} in {} (",
-            self.attempts,
-            Secs(self.elapsed)
+            self.0.attempts,
+            Secs(self.0.elapsed)
         )?;
-        match (self.reason, self.refused_by) {
+        match (self.0.reason, self.0.refused_by) {
             (StopReason::Throttled, Some(by)) => write!(f, "retry refused by {by}")?,
             (reason, _) => f.write_str(reason.as_str())?,
         }
         f.write_str(")")?;
-        if self.timed_out {
+        if self.0.timed_out {
             f.write_str(": attempt timed out")
-        } else if let Some(e) = &self.last_error {
+        } else if let Some(e) = &self.0.last_error {
             write!(f, ": {e}")
         } else {
             Ok(())
@@ -163,20 +170,21 @@ impl<E: fmt::Display> fmt::Display for RetryError<E> {
 impl<E: fmt::Debug> fmt::Debug for RetryError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RetryError")
-            .field("reason", &self.reason)
-            .field("attempts", &self.attempts)
-            .field("elapsed", &self.elapsed)
-            .field("name", &self.name)
-            .field("refused_by", &self.refused_by)
-            .field("timed_out", &self.timed_out)
-            .field("last_error", &self.last_error)
+            .field("reason", &self.0.reason)
+            .field("attempts", &self.0.attempts)
+            .field("elapsed", &self.0.elapsed)
+            .field("name", &self.0.name)
+            .field("refused_by", &self.0.refused_by)
+            .field("timed_out", &self.0.timed_out)
+            .field("last_error", &self.0.last_error)
             .finish()
     }
 }
 
 impl<E: Error + 'static> Error for RetryError<E> {
     fn source(&self) -> Option<&(dyn Error + 'static)> {
-        self.last_error
+        self.0
+            .last_error
             .as_ref()
             .map(|e| e as &(dyn Error + 'static))
     }

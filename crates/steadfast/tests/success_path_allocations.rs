@@ -1,5 +1,7 @@
 //! Proves the success path allocates nothing: a call whose first attempt
-//! succeeds makes no heap allocation, in either executor.
+//! succeeds makes no heap allocation, in either executor, for a lean policy
+//! (no control, no time limit). A controlled policy's async call makes
+//! exactly one: its running stage.
 //!
 //! A counting global allocator sees every allocation of the process, so this
 //! test runs without the parallel test harness (`harness = false`): nothing
@@ -17,6 +19,7 @@ use std::time::Duration;
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use steadfast::backoff::Backoff;
 use steadfast::clock::{SystemClock, TokioClock};
+use steadfast::control::TokenBucket;
 use steadfast::retry::{BlockingRetryable, Retryable};
 use steadfast::{Attempt, CancelToken, RetryPolicy};
 
@@ -99,6 +102,41 @@ fn main() {
         assert!(matches!(poll_once(fut), Poll::Ready(Ok(1))));
     });
     assert_eq!(n, 0, "async executor with every option: {n} allocations");
+    checks += 1;
+
+    // A policy with a retry control is not lean: the async executor makes
+    // its running stage (one allocation) to ask the control and report the
+    // outcome. The blocking executor keeps that state on the stack.
+    let controlled = RetryPolicy::builder()
+        .max_attempts(5)
+        .control(Arc::new(
+            TokenBucket::builder()
+                .max_tokens(10)
+                .token_ratio(0.1)
+                .build()
+                .expect("valid token bucket"),
+        ))
+        .build()
+        .expect("valid policy");
+    let n = allocations_during(|| {
+        let r = (|a: Attempt| Ok::<_, &str>(a.number))
+            .retry_blocking(&controlled)
+            .call();
+        assert_eq!(r, Ok(1));
+    });
+    assert_eq!(
+        n, 0,
+        "blocking executor, controlled policy: {n} allocations"
+    );
+    checks += 1;
+    let n = allocations_during(|| {
+        let fut = (|a: Attempt| std::future::ready(Ok::<_, &str>(a.number)))
+            .retry(&controlled)
+            .clock(TokioClock)
+            .into_future();
+        assert!(matches!(poll_once(fut), Poll::Ready(Ok(1))));
+    });
+    assert_eq!(n, 1, "async executor, controlled policy: {n} allocations");
     checks += 1;
 
     println!("success_path_allocations: {checks} passed, 0 failed");

@@ -60,6 +60,8 @@ pub struct RetryPolicy<S = Backoff> {
     max_elapsed: Option<Duration>,
     attempt_timeout: Option<Duration>,
     control: Option<Arc<dyn RetryControl>>,
+    /// `is_lean()`, worked out once by `build` (one load on the hot path).
+    lean: bool,
 }
 
 impl<S: fmt::Debug> fmt::Debug for RetryPolicy<S> {
@@ -100,6 +102,7 @@ impl Default for RetryPolicy<Backoff> {
             max_elapsed: None,
             attempt_timeout: None,
             control: None,
+            lean: true,
         }
     }
 }
@@ -159,7 +162,7 @@ impl<S> RetryPolicy<S> {
     #[inline]
     #[must_use]
     pub fn is_lean(&self) -> bool {
-        self.control.is_none() && self.max_elapsed.is_none() && self.attempt_timeout.is_none()
+        self.lean
     }
 }
 
@@ -205,6 +208,7 @@ impl<S: Schedule> RetryPolicyBuilder<S> {
                 max_elapsed: None,
                 attempt_timeout: None,
                 control: None,
+                lean: true,
             },
         }
     }
@@ -228,6 +232,7 @@ impl<S: Schedule> RetryPolicyBuilder<S> {
                 max_elapsed: p.max_elapsed,
                 attempt_timeout: p.attempt_timeout,
                 control: p.control,
+                lean: p.lean,
             },
         }
     }
@@ -297,6 +302,10 @@ impl<S: Schedule> RetryPolicyBuilder<S> {
                 Duration::ZERO,
             ));
         }
-        Ok(self.policy)
+        let mut policy = self.policy;
+        policy.lean = policy.control.is_none()
+            && policy.max_elapsed.is_none()
+            && policy.attempt_timeout.is_none();
+        Ok(policy)
     }
 }

@@ -11,38 +11,44 @@ use super::{AsPolicy, Attempt, Notify, Retry, cancel_reason, conclude};
 use crate::cancel::Cancelled;
 use crate::deadline::WithDeadline;
 use crate::hedge::AttemptSet;
-use crate::{AsyncClock, CallState, Classify, Deadline, Decision, RetryError, StopReason, Verdict};
+use crate::{
+    AsyncClock, CallState, CancelToken, Classify, Deadline, Decision, RetryError, StopReason,
+    Verdict,
+};
 
 pin_project! {
     /// The async executor: the future a [`Retry`] becomes when awaited.
     ///
     /// Dropping it cancels the call: the attempt in flight and any wait are
     /// dropped with it, and nothing outlives it (no task is spawned).
+    ///
+    /// A *lean* call (a policy with no control and no time limit, and no
+    /// deadline, given or ambient) runs its first attempt with nothing but
+    /// the operation's own future and, if one was given, the cancellation
+    /// token: a success then costs the operation plus one classification.
+    /// Anything more (a retry, a timer, a control to consult) happens in a
+    /// *running stage* made on first need, on the heap. That is one
+    /// allocation for a call that needs it, and it keeps every retry future
+    /// small (the options, the first attempt and a pointer) instead of
+    /// making each one carry the largest state any call could need.
     #[must_use = "futures do nothing unless polled"]
-    #[project = RetryFutureProj]
     pub struct RetryFuture<F, Fut, P, K, N, C, T, E>
     where
         N: Notify<E>,
         C: AsyncClock,
     {
-        // Everything that is not pinned, in one field: a projection then
-        // costs four pointers, not sixteen.
-        core: Core<F, P, K, N, C, T, E>,
-        // The attempt in flight (phase `Attempt`).
+        core: Core<F, P, K, N, C>,
+        // The lean first attempt. Apart from `running`, so that its
+        // changes touch only this small value.
         #[pin]
-        attempt: Option<WithDeadline<Fut>>,
-        // The attempt's deadline timer (phase `Attempt`) or the wait before
-        // the next attempt (phase `Sleep`): never both at once.
-        #[pin]
-        timer: Option<C::Sleep>,
-        // The notify hook's future (phase `Notify`).
-        #[pin]
-        hook: Option<N::Future>,
+        first: First<Fut>,
+        // The running stage, once there is one; `None` again when done.
+        running: Slot<Fut, C::Sleep, N::Future, T, E>,
     }
 }
 
-/// The unpinned state of a [`RetryFuture`].
-struct Core<F, P, K, N, C, T, E> {
+/// What a call is made of: the options of its [`Retry`], never pinned.
+struct Core<F, P, K, N, C> {
     op: F,
     policy: P,
     classify: K,
@@ -51,23 +57,74 @@ struct Core<F, P, K, N, C, T, E> {
     cancel: Option<Cancelled>,
     name: Option<&'static str>,
     deadline: Option<Deadline>,
-    /// Made when the call first needs it: never, for a lean call (see
-    /// `RetryPolicy::is_lean`) whose first attempt succeeds.
-    call: Option<CallState>,
-    last: Option<Result<T, E>>,
-    timed_out: bool,
-    phase: Phase,
 }
 
-/// Where a retry future is; the futures it drives live in its pinned slots.
+pin_project! {
+    /// The lean first attempt of a [`RetryFuture`].
+    #[project = FirstProj]
+    enum First<Fut> {
+        /// Not polled yet.
+        Unpolled,
+        /// A lean call's first attempt, before any per-call state exists.
+        Polling {
+            #[pin]
+            attempt: Fut,
+        },
+        /// Over: the call succeeded, stopped, or the running stage took over.
+        Over,
+    }
+}
+
+/// A running stage, on the heap.
+type Boxed<Fut, S, H, T, E> = Pin<Box<Running<Fut, S, H, T, E>>>;
+
+/// The slot of a [`RetryFuture`]'s running stage.
+type Slot<Fut, S, H, T, E> = Option<Boxed<Fut, S, H, T, E>>;
+
+pin_project! {
+    /// The running stage: per-call state and the futures it drives.
+    #[project = RunningProj]
+    struct Running<Fut, S, H, T, E> {
+        call: CallState,
+        last: Option<Result<T, E>>,
+        timed_out: bool,
+        phase: Phase,
+        // The attempt in flight (phase `Attempt`).
+        #[pin]
+        attempt: Option<WithDeadline<Fut>>,
+        // The attempt's deadline timer (phase `Attempt`) or the wait before
+        // the next attempt (phase `Sleep`): never both at once.
+        #[pin]
+        timer: Option<S>,
+        // The notify hook's future (phase `Notify`).
+        #[pin]
+        hook: Option<H>,
+    }
+}
+
+impl<Fut, S, H, T, E> Running<Fut, S, H, T, E> {
+    const fn new(call: CallState) -> Self {
+        Self {
+            call,
+            last: None,
+            timed_out: false,
+            phase: Phase::Attempt,
+            attempt: None,
+            timer: None,
+            hook: None,
+        }
+    }
+}
+
+/// Where the running stage is; the futures it drives live in its pinned slots.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
-    Start,
     Attempt,
     Notify(Duration),
     Sleep,
-    Done,
 }
+
+type Output<T, E> = Poll<Result<T, RetryError<E>>>;
 
 impl<F, Fut, P, K, N, C, T, E> fmt::Debug for RetryFuture<F, Fut, P, K, N, C, T, E>
 where
@@ -75,12 +132,19 @@ where
     C: AsyncClock,
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RetryFuture")
-            .field("name", &self.core.name)
-            .field("phase", &self.core.phase)
-            .field("call", &self.core.call)
-            .field("timed_out", &self.core.timed_out)
-            .finish_non_exhaustive()
+        let mut s = f.debug_struct("RetryFuture");
+        s.field("name", &self.core.name);
+        match (&self.first, self.running.as_deref()) {
+            (_, Some(run)) => s
+                .field("stage", &"running")
+                .field("phase", &run.phase)
+                .field("call", &run.call)
+                .field("timed_out", &run.timed_out),
+            (First::Unpolled, None) => s.field("stage", &"unpolled"),
+            (First::Polling { .. }, None) => s.field("stage", &"first attempt"),
+            (First::Over, None) => s.field("stage", &"done"),
+        };
+        s.finish_non_exhaustive()
     }
 }
 
@@ -96,6 +160,7 @@ where
     type Output = Result<T, RetryError<E>>;
     type IntoFuture = RetryFuture<F, Fut, P, K, N, C, T, E>;
 
+    #[inline]
     fn into_future(self) -> Self::IntoFuture {
         RetryFuture {
             core: Core {
@@ -104,21 +169,12 @@ where
                 classify: self.classify,
                 notify: self.notify,
                 clock: self.clock,
-                cancel: self
-                    .options
-                    .cancel
-                    .as_ref()
-                    .map(crate::CancelToken::cancelled),
+                cancel: self.options.cancel.map(CancelToken::into_cancelled),
                 name: self.options.name,
                 deadline: self.options.deadline,
-                call: None,
-                last: None,
-                timed_out: false,
-                phase: Phase::Start,
             },
-            attempt: None,
-            timer: None,
-            hook: None,
+            first: First::Unpolled,
+            running: None,
         }
     }
 }
@@ -134,265 +190,392 @@ where
 {
     type Output = Result<T, RetryError<E>>;
 
+    /// The lean first attempt is handled here, small enough to inline into
+    /// the caller; the running stage is out of line.
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut this = self.project();
+        let this = self.project();
+        let core = this.core;
+        let mut first = this.first;
         loop {
-            if this
-                .core
-                .cancel
-                .as_ref()
-                .is_some_and(|c| c.token().is_cancelled())
-            {
-                return Poll::Ready(this.stop_cancelled());
-            }
-            match this.core.phase {
-                Phase::Start => {
-                    if this.core.policy.as_policy().is_lean()
-                        && this.core.cancel.is_none()
-                        && this.core.deadline.is_none()
+            match first.as_mut().project() {
+                FirstProj::Polling { attempt } => {
+                    if core.is_cancelled() {
+                        first.set(First::Over);
+                        return Poll::Ready(core.cancelled_lean(true));
+                    }
+                    let Poll::Ready(outcome) = attempt.poll(cx) else {
+                        if core.poll_cancelled(cx) {
+                            first.set(First::Over);
+                            return Poll::Ready(core.cancelled_lean(true));
+                        }
+                        return Poll::Pending;
+                    };
+                    first.set(First::Over);
+                    let verdict = core.classify.classify(&outcome);
+                    return match outcome {
+                        Ok(value) if verdict == Verdict::Success => Poll::Ready(Ok(value)),
+                        outcome => core.after_first(this.running, outcome, verdict, cx),
+                    };
+                }
+                FirstProj::Unpolled => {
+                    first.set(First::Over);
+                    if core.policy.as_policy().is_lean()
+                        && core.deadline.is_none()
                         && crate::deadline::current().is_none()
                     {
-                        // The lean path: no control to ask, no time limit,
-                        // nothing to cancel; no state until something fails.
-                        let fut = WithDeadline::exactly((this.core.op)(Attempt::new(1)), None);
-                        this.attempt.set(Some(fut));
-                        this.core.phase = Phase::Attempt;
+                        // The lean path: no control to ask, no time limit;
+                        // no per-call state until something fails.
+                        if core.is_cancelled() {
+                            return Poll::Ready(core.cancelled_lean(false));
+                        }
+                        let attempt = (core.op)(Attempt::new(1));
+                        first.set(First::Polling { attempt });
                         continue;
                     }
-                    if let Err(refusal) = this.core.policy.as_policy().admit() {
-                        this.core.phase = Phase::Done;
-                        return Poll::Ready(Err(refused(refusal.by, this.core.name)));
-                    }
-                    this.start_attempt();
+                    return core.begin(this.running, cx);
                 }
-                Phase::Attempt => {
-                    let Some(fut) = this.attempt.as_mut().as_pin_mut() else {
-                        unreachable!("an attempt is in flight in phase Attempt");
+                FirstProj::Over => {
+                    let Some(run) = this.running else {
+                        panic!("RetryFuture polled after it completed");
                     };
-                    let (outcome, verdict) = match fut.poll(cx) {
-                        Poll::Ready(outcome) => {
-                            let verdict = this.core.classify.classify(&outcome);
-                            if this.core.call.is_none() && verdict == Verdict::Success {
-                                // The lean path's first attempt succeeded.
-                                if let Ok(value) = outcome {
-                                    this.core.phase = Phase::Done;
-                                    return Poll::Ready(Ok(value));
-                                }
-                            }
-                            this.attempt.set(None);
-                            this.timer.set(None);
-                            this.core.timed_out = false;
-                            (Some(outcome), verdict)
-                        }
-                        Poll::Pending => match this.timer.as_mut().as_pin_mut().map(|t| t.poll(cx))
-                        {
-                            Some(Poll::Ready(())) => {
-                                this.attempt.set(None);
-                                this.timer.set(None);
-                                this.core.timed_out = true;
-                                let now = this.core.clock.now();
-                                let call = state(
-                                    &mut this.core.call,
-                                    &this.core.policy,
-                                    &this.core.clock,
-                                    this.core.deadline,
-                                );
-                                if call.deadline().is_some_and(|d| d.is_expired(now)) {
-                                    // The call's own deadline, not just the attempt's: stop.
-                                    call.count_abandoned_attempt();
-                                    this.core.phase = Phase::Done;
-                                    return Poll::Ready(this.finish(StopReason::Deadline));
-                                }
-                                (None, Verdict::Retry)
-                            }
-                            _ => return this.pending(cx),
-                        },
-                    };
-                    if let Some(done) = this.on_outcome(outcome, verdict) {
-                        return Poll::Ready(done);
+                    let out = core.drive(run, cx);
+                    if out.is_ready() {
+                        // Drops the attempt, the timer and the hook at once.
+                        *this.running = None;
                     }
+                    return out;
                 }
-                Phase::Notify(delay) => {
-                    if let Some(hook) = this.hook.as_mut().as_pin_mut() {
-                        if hook.poll(cx).is_pending() {
-                            return this.pending(cx);
-                        }
-                        this.hook.set(None);
-                    }
-                    if delay.is_zero() {
-                        // No timer for a zero wait: go straight to the next attempt.
-                        this.start_attempt();
-                    } else {
-                        this.timer.set(Some(this.core.clock.sleep(delay)));
-                        this.core.phase = Phase::Sleep;
-                    }
-                }
-                Phase::Sleep => {
-                    if let Some(sleep) = this.timer.as_mut().as_pin_mut() {
-                        if sleep.poll(cx).is_pending() {
-                            return this.pending(cx);
-                        }
-                        this.timer.set(None);
-                    }
-                    this.start_attempt();
-                }
-                Phase::Done => panic!("RetryFuture polled after it completed"),
             }
         }
     }
 }
 
-/// The call's state, made on first need (the policy starts the call then).
-fn state<'a, P: AsPolicy, C: AsyncClock>(
-    call: &'a mut Option<CallState>,
-    policy: &P,
-    clock: &C,
-    deadline: Option<Deadline>,
-) -> &'a mut CallState {
-    call.get_or_insert_with(|| policy.as_policy().start(clock, deadline))
-}
-
-impl<F, Fut, P, K, N, C, T, E> RetryFutureProj<'_, F, Fut, P, K, N, C, T, E>
+impl<F, P, K, N, C> Core<F, P, K, N, C>
 where
-    F: FnMut(Attempt) -> Fut,
-    Fut: Future<Output = Result<T, E>>,
     P: AsPolicy,
-    N: Notify<E>,
     C: AsyncClock,
 {
+    /// Whether the call's cancellation token (if any) is cancelled.
+    #[inline]
+    fn is_cancelled(&self) -> bool {
+        self.cancel
+            .as_ref()
+            .is_some_and(|c| c.token().is_cancelled())
+    }
+
+    /// Registers for cancellation while an attempt or a wait is pending;
+    /// `true` when the token is cancelled already.
+    #[inline]
+    fn poll_cancelled(&mut self, cx: &mut Context<'_>) -> bool {
+        self.cancel
+            .as_mut()
+            .is_some_and(|c| Pin::new(c).poll(cx).is_ready())
+    }
+
+    /// The error of a lean call cancelled before (`in_flight: false`) or
+    /// during its first attempt.
+    #[cold]
+    #[inline(never)]
+    fn cancelled_lean<T, E>(&self, in_flight: bool) -> Result<T, RetryError<E>> {
+        let now = self.clock.now();
+        let mut call = self.policy.as_policy().start(&self.clock, self.deadline);
+        if in_flight {
+            call.count_abandoned_attempt();
+        }
+        conclude(
+            None,
+            cancel_reason(&call, now),
+            &call,
+            now,
+            self.name,
+            false,
+        )
+    }
+
+    /// A call that is not lean: asks the control, starts the per-call
+    /// state, then runs.
+    #[inline(never)]
+    fn begin<Fut, T, E>(
+        &mut self,
+        slot: &mut Slot<Fut, C::Sleep, N::Future, T, E>,
+        cx: &mut Context<'_>,
+    ) -> Output<T, E>
+    where
+        F: FnMut(Attempt) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        K: Classify<T, E>,
+        N: Notify<E>,
+    {
+        if let Err(refusal) = self.policy.as_policy().admit() {
+            return Poll::Ready(Err(refused(refusal.by, self.name)));
+        }
+        let call = self.policy.as_policy().start(&self.clock, self.deadline);
+        let mut run = Box::pin(Running::new(call));
+        self.start_attempt(&mut run.as_mut().project());
+        self.keep_running(slot, run, cx)
+    }
+
+    /// The lean first attempt did not succeed: starts the per-call state
+    /// now, hands it the outcome, and runs.
+    #[inline(never)]
+    fn after_first<Fut, T, E>(
+        &mut self,
+        slot: &mut Slot<Fut, C::Sleep, N::Future, T, E>,
+        outcome: Result<T, E>,
+        verdict: Verdict,
+        cx: &mut Context<'_>,
+    ) -> Output<T, E>
+    where
+        F: FnMut(Attempt) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        K: Classify<T, E>,
+        N: Notify<E>,
+    {
+        let call = self.policy.as_policy().start(&self.clock, self.deadline);
+        let mut run = Box::pin(Running::new(call));
+        if let Some(done) = self.on_outcome(&mut run.as_mut().project(), Some(outcome), verdict) {
+            return Poll::Ready(done);
+        }
+        self.keep_running(slot, run, cx)
+    }
+
+    /// Drives a new running stage, and keeps it in the stage slot if the
+    /// call goes on.
+    fn keep_running<Fut, T, E>(
+        &mut self,
+        slot: &mut Slot<Fut, C::Sleep, N::Future, T, E>,
+        mut run: Boxed<Fut, C::Sleep, N::Future, T, E>,
+        cx: &mut Context<'_>,
+    ) -> Output<T, E>
+    where
+        F: FnMut(Attempt) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        K: Classify<T, E>,
+        N: Notify<E>,
+    {
+        let out = self.drive(&mut run, cx);
+        if out.is_pending() {
+            *slot = Some(run);
+        }
+        out
+    }
+
+    /// Drives the running stage until the call ends or must wait.
+    #[inline(never)]
+    fn drive<Fut, T, E>(
+        &mut self,
+        run: &mut Boxed<Fut, C::Sleep, N::Future, T, E>,
+        cx: &mut Context<'_>,
+    ) -> Output<T, E>
+    where
+        F: FnMut(Attempt) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        K: Classify<T, E>,
+        N: Notify<E>,
+    {
+        self.step(&mut run.as_mut().project(), cx)
+    }
+
+    fn step<Fut, T, E>(
+        &mut self,
+        run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
+        cx: &mut Context<'_>,
+    ) -> Output<T, E>
+    where
+        F: FnMut(Attempt) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        K: Classify<T, E>,
+        N: Notify<E>,
+    {
+        loop {
+            if self.is_cancelled() {
+                return Poll::Ready(self.stop_cancelled(run));
+            }
+            match *run.phase {
+                Phase::Attempt => {
+                    let Some(fut) = run.attempt.as_mut().as_pin_mut() else {
+                        unreachable!("an attempt is in flight in phase Attempt");
+                    };
+                    let (outcome, verdict) = match fut.poll(cx) {
+                        Poll::Ready(outcome) => {
+                            let verdict = self.classify.classify(&outcome);
+                            run.attempt.set(None);
+                            run.timer.set(None);
+                            *run.timed_out = false;
+                            (Some(outcome), verdict)
+                        }
+                        Poll::Pending => {
+                            match run.timer.as_mut().as_pin_mut().map(|t| t.poll(cx)) {
+                                Some(Poll::Ready(())) => {
+                                    run.attempt.set(None);
+                                    run.timer.set(None);
+                                    *run.timed_out = true;
+                                    let now = self.clock.now();
+                                    if run.call.deadline().is_some_and(|d| d.is_expired(now)) {
+                                        // The call's own deadline, not just the attempt's: stop.
+                                        run.call.count_abandoned_attempt();
+                                        return Poll::Ready(self.finish(run, StopReason::Deadline));
+                                    }
+                                    (None, Verdict::Retry)
+                                }
+                                _ => return self.pending(run, cx),
+                            }
+                        }
+                    };
+                    if let Some(done) = self.on_outcome(run, outcome, verdict) {
+                        return Poll::Ready(done);
+                    }
+                }
+                Phase::Notify(delay) => {
+                    if let Some(hook) = run.hook.as_mut().as_pin_mut() {
+                        if hook.poll(cx).is_pending() {
+                            return self.pending(run, cx);
+                        }
+                        run.hook.set(None);
+                    }
+                    if delay.is_zero() {
+                        // No timer for a zero wait: go straight to the next attempt.
+                        self.start_attempt(run);
+                    } else {
+                        run.timer.set(Some(self.clock.sleep(delay)));
+                        *run.phase = Phase::Sleep;
+                    }
+                }
+                Phase::Sleep => {
+                    if let Some(sleep) = run.timer.as_mut().as_pin_mut() {
+                        if sleep.poll(cx).is_pending() {
+                            return self.pending(run, cx);
+                        }
+                        run.timer.set(None);
+                    }
+                    self.start_attempt(run);
+                }
+            }
+        }
+    }
+
     /// Hands an attempt's outcome (`None`: it timed out) to the policy and
     /// acts on the decision: the call's result, or `None` after moving on
     /// to the notify hook and the wait.
-    fn on_outcome(
+    fn on_outcome<Fut, T, E>(
         &mut self,
+        run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
         outcome: Option<Result<T, E>>,
         verdict: Verdict,
-    ) -> Option<Result<T, RetryError<E>>> {
-        let call = state(
-            &mut self.core.call,
-            &self.core.policy,
-            &self.core.clock,
-            self.core.deadline,
-        );
+    ) -> Option<Result<T, RetryError<E>>>
+    where
+        N: Notify<E>,
+    {
         let decision = self
-            .core
             .policy
             .as_policy()
-            .decide(call, verdict, &self.core.clock);
-        let attempts = call.attempts();
+            .decide(run.call, verdict, &self.clock);
         match decision {
-            Decision::Succeed => {
-                self.core.phase = Phase::Done;
-                Some(match outcome {
-                    Some(Ok(value)) => Ok(value),
-                    other => {
-                        // The classifier called an error (or a timeout) final.
-                        self.core.last = other;
-                        self.finish(StopReason::Permanent)
-                    }
-                })
-            }
-            Decision::Stop(reason) => {
-                self.core.phase = Phase::Done;
-                if outcome.is_some() {
-                    self.core.last = outcome;
+            Decision::Succeed => Some(match outcome {
+                Some(Ok(value)) => Ok(value),
+                other => {
+                    // The classifier called an error (or a timeout) final.
+                    *run.last = other;
+                    self.finish(run, StopReason::Permanent)
                 }
-                Some(self.finish(reason))
+            }),
+            Decision::Stop(reason) => {
+                if outcome.is_some() {
+                    *run.last = outcome;
+                }
+                Some(self.finish(run, reason))
             }
             Decision::Retry(delay) => {
                 let error = outcome.as_ref().and_then(|o| o.as_ref().err());
-                let hook = self.core.notify.notify(attempts, error, delay);
+                let hook = self.notify.notify(run.call.attempts(), error, delay);
                 if outcome.is_some() {
-                    self.core.last = outcome;
+                    *run.last = outcome;
                 }
-                self.hook.set(Some(hook));
-                self.core.phase = Phase::Notify(delay);
+                run.hook.set(Some(hook));
+                *run.phase = Phase::Notify(delay);
                 None
             }
         }
     }
 
     /// Makes the next attempt's future, with a timer for its deadline if it has one.
-    fn start_attempt(&mut self) {
-        let call = state(
-            &mut self.core.call,
-            &self.core.policy,
-            &self.core.clock,
-            self.core.deadline,
-        );
+    fn start_attempt<Fut, T, E>(
+        &mut self,
+        run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
+    ) where
+        F: FnMut(Attempt) -> Fut,
+        N: Notify<E>,
+    {
         let deadline = attempt_deadline(
-            call.deadline(),
-            self.core.policy.as_policy().attempt_timeout(),
-            &self.core.clock,
+            run.call.deadline(),
+            self.policy.as_policy().attempt_timeout(),
+            &self.clock,
         );
         let attempt = Attempt {
-            number: call.attempts().saturating_add(1),
+            number: run.call.attempts().saturating_add(1),
             deadline,
             in_flight: AttemptSet::new(),
         };
-        let timer = deadline.map(|d| self.core.clock.sleep(d.remaining(self.core.clock.now())));
-        self.timer.set(timer);
-        self.attempt.set(Some(WithDeadline::exactly(
-            (self.core.op)(attempt),
-            deadline,
-        )));
-        self.core.phase = Phase::Attempt;
+        let timer = deadline.map(|d| self.clock.sleep(d.remaining(self.clock.now())));
+        run.timer.set(timer);
+        run.attempt
+            .set(Some(WithDeadline::exactly((self.op)(attempt), deadline)));
+        *run.phase = Phase::Attempt;
     }
 
     /// Waits: registers with the cancellation token only now, so a call
     /// whose attempt completes at once never touches it.
-    fn pending(&mut self, cx: &mut Context<'_>) -> Poll<Result<T, RetryError<E>>> {
-        if let Some(cancel) = self.core.cancel.as_mut()
-            && Pin::new(cancel).poll(cx).is_ready()
-        {
-            return Poll::Ready(self.stop_cancelled());
+    fn pending<Fut, T, E>(
+        &mut self,
+        run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
+        cx: &mut Context<'_>,
+    ) -> Output<T, E>
+    where
+        N: Notify<E>,
+    {
+        if self.poll_cancelled(cx) {
+            return Poll::Ready(self.stop_cancelled(run));
         }
         Poll::Pending
     }
 
-    fn stop_cancelled(&mut self) -> Result<T, RetryError<E>> {
-        let now = self.core.clock.now();
-        let call = state(
-            &mut self.core.call,
-            &self.core.policy,
-            &self.core.clock,
-            self.core.deadline,
-        );
-        if self.core.phase == Phase::Attempt {
-            call.count_abandoned_attempt();
+    fn stop_cancelled<Fut, T, E>(
+        &mut self,
+        run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
+    ) -> Result<T, RetryError<E>>
+    where
+        N: Notify<E>,
+    {
+        let now = self.clock.now();
+        if *run.phase == Phase::Attempt {
+            run.call.count_abandoned_attempt();
         } else {
-            self.core.policy.as_policy().abandon(call);
+            self.policy.as_policy().abandon(run.call);
         }
-        self.core.phase = Phase::Done;
-        self.attempt.set(None);
-        self.timer.set(None);
-        self.hook.set(None);
-        let reason = cancel_reason(call, now);
-        conclude(
-            self.core.last.take(),
-            reason,
-            call,
-            now,
-            self.core.name,
-            false,
-        )
+        run.attempt.set(None);
+        run.timer.set(None);
+        run.hook.set(None);
+        let reason = cancel_reason(run.call, now);
+        conclude(run.last.take(), reason, run.call, now, self.name, false)
     }
 
-    fn finish(&mut self, reason: StopReason) -> Result<T, RetryError<E>> {
-        let now = self.core.clock.now();
-        let call = state(
-            &mut self.core.call,
-            &self.core.policy,
-            &self.core.clock,
-            self.core.deadline,
-        );
+    fn finish<Fut, T, E>(
+        &self,
+        run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
+        reason: StopReason,
+    ) -> Result<T, RetryError<E>>
+    where
+        N: Notify<E>,
+    {
+        let now = self.clock.now();
         conclude(
-            self.core.last.take(),
+            run.last.take(),
             reason,
-            call,
+            run.call,
             now,
-            self.core.name,
-            self.core.timed_out,
+            self.name,
+            *run.timed_out,
         )
     }
 }

@@ -449,6 +449,71 @@ async fn async_cancel_mid_sleep_returns_in_the_same_instant() {
 
 #[cfg(feature = "tokio")]
 #[tokio::test(start_paused = true)]
+async fn async_cancel_during_the_first_attempt_stops_at_once() {
+    // A lean call with a token: its first attempt runs without any
+    // per-call state, and a cancel still ends it promptly.
+    let token = CancelToken::new();
+    let policy = policy(5, &[1; 5]);
+    let fut = (|_: Attempt| async {
+        tokio::time::sleep(secs(3600)).await;
+        Ok::<_, &str>(())
+    })
+    .retry(&policy)
+    .cancel_on(token.clone())
+    .into_future();
+    let handle = tokio::spawn({
+        let token = token.clone();
+        async move {
+            tokio::time::sleep(secs(10)).await;
+            token.cancel();
+            TokioClock.now()
+        }
+    });
+    let err = fut.await.unwrap_err();
+    let returned_at = TokioClock.now();
+    assert_eq!(returned_at, handle.await.unwrap());
+    assert_eq!(err.reason(), StopReason::Cancelled);
+    assert_eq!(err.attempts(), 1, "the abandoned attempt counts");
+    assert!(err.last_error().is_none());
+}
+
+#[cfg(feature = "tokio")]
+#[tokio::test(start_paused = true)]
+async fn async_a_cancelled_token_stops_before_the_first_attempt() {
+    let token = CancelToken::new();
+    token.cancel();
+    let calls = AtomicU32::new(0);
+    let err = (|_: Attempt| {
+        calls.fetch_add(1, Ordering::Relaxed);
+        async { Ok::<_, &str>(()) }
+    })
+    .retry(policy(5, &[1; 5]))
+    .cancel_on(token)
+    .await
+    .unwrap_err();
+    assert_eq!(err.reason(), StopReason::Cancelled);
+    assert_eq!(err.attempts(), 0);
+    assert_eq!(calls.load(Ordering::Relaxed), 0, "the operation never ran");
+}
+
+#[cfg(feature = "tokio")]
+#[tokio::test]
+#[should_panic(expected = "polled after it completed")]
+async fn async_polling_after_completion_panics_clearly() {
+    use std::future::Future;
+    let policy = policy(5, &[1; 5]);
+    let mut fut = std::pin::pin!(
+        (|_: Attempt| async { Ok::<_, &str>(1) })
+            .retry(&policy)
+            .into_future()
+    );
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    assert!(fut.as_mut().poll(&mut cx).is_ready());
+    let _ = fut.as_mut().poll(&mut cx);
+}
+
+#[cfg(feature = "tokio")]
+#[tokio::test(start_paused = true)]
 async fn async_attempt_timeout_drops_the_attempt_and_retries() {
     let t0 = TokioClock.now();
     let policy = RetryPolicy::with_schedule(Fixed(vec![secs(1); 5]))
