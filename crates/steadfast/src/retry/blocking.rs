@@ -25,7 +25,14 @@ where
     pub fn call(mut self) -> Result<T, RetryError<E>> {
         let policy = self.policy.as_policy();
         let mut first = None;
-        if policy.is_lean() && self.options.cancel.is_none() && self.options.deadline.is_none() {
+        if policy.is_lean()
+            && self.options.deadline.is_none()
+            && !self
+                .options
+                .cancel
+                .as_ref()
+                .is_some_and(CancelToken::is_cancelled)
+        {
             // The lean path: no control to ask, no clock to read, no state
             // to make; the attempt's deadline is the ambient one, already in
             // force. A success needs no more than this.

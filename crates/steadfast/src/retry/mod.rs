@@ -31,9 +31,14 @@
 //! ```
 //!
 //! # The success path costs nothing
-//! When the first attempt succeeds, neither executor allocates, reads a
-//! clock or draws a random number (unless the policy has a time limit or a
-//! deadline is set, which needs the clock read once at the start).
+//! When the first attempt of a *lean* call succeeds (a policy with no retry
+//! control and no time limit, and no deadline set; see
+//! [`RetryPolicy::is_lean`]), neither executor allocates, reads a clock or
+//! draws a random number: the call costs the operation, one check of the
+//! policy and one classification. A time limit needs the clock read once at
+//! the start; in the async executor a call that is not lean also makes its
+//! running stage, one allocation (the blocking executor keeps it on the
+//! stack).
 
 mod blocking;
 mod builder;

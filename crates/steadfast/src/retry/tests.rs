@@ -326,6 +326,25 @@ fn a_control_can_refuse_retries() {
 }
 
 #[test]
+fn a_token_cancelled_before_the_call_stops_it_before_any_attempt() {
+    let token = CancelToken::new();
+    token.cancel();
+    let mut calls = 0;
+    let err = (|_: Attempt| {
+        calls += 1;
+        Ok::<_, &str>(())
+    })
+    .retry_blocking(policy(5, &[1; 5]))
+    .cancel_on(token)
+    .clock(VirtualClock::new())
+    .call()
+    .unwrap_err();
+    assert_eq!(calls, 0);
+    assert_eq!(err.reason(), StopReason::Cancelled);
+    assert_eq!(err.attempts(), 0);
+}
+
+#[test]
 fn a_cancelled_token_stops_before_the_next_attempt() {
     let token = CancelToken::new();
     let t = token.clone();
