@@ -1,5 +1,7 @@
 use std::fmt;
 use std::future::{Future, IntoFuture};
+use std::mem::ManuallyDrop;
+use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -54,7 +56,7 @@ struct Core<F, P, K, N, C> {
     classify: K,
     notify: N,
     clock: C,
-    cancel: Option<Cancelled>,
+    cancel: OutOfLine<Cancelled>,
     name: Option<&'static str>,
     deadline: Option<Deadline>,
 }
@@ -75,11 +77,52 @@ pin_project! {
     }
 }
 
+/// An optional value whose drop is checked inline and done out of line.
+///
+/// A future is dropped right after it completes, at the caller; an inline
+/// `is_some` check there is free when the value was never made (the lean
+/// path), where plain drop glue would be a call for every future.
+struct OutOfLine<T>(ManuallyDrop<Option<T>>);
+
+impl<T> OutOfLine<T> {
+    const fn new(value: Option<T>) -> Self {
+        Self(ManuallyDrop::new(value))
+    }
+}
+
+impl<T> Deref for OutOfLine<T> {
+    type Target = Option<T>;
+    fn deref(&self) -> &Option<T> {
+        &self.0
+    }
+}
+
+impl<T> DerefMut for OutOfLine<T> {
+    fn deref_mut(&mut self) -> &mut Option<T> {
+        &mut self.0
+    }
+}
+
+impl<T> Drop for OutOfLine<T> {
+    #[inline]
+    fn drop(&mut self) {
+        if self.0.is_some() {
+            drop_out_of_line(self.0.take());
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn drop_out_of_line<T>(value: Option<T>) {
+    drop(value);
+}
+
 /// A running stage, on the heap.
 type Boxed<Fut, S, H, T, E> = Pin<Box<Running<Fut, S, H, T, E>>>;
 
 /// The slot of a [`RetryFuture`]'s running stage.
-type Slot<Fut, S, H, T, E> = Option<Boxed<Fut, S, H, T, E>>;
+type Slot<Fut, S, H, T, E> = OutOfLine<Boxed<Fut, S, H, T, E>>;
 
 pin_project! {
     /// The running stage: per-call state and the futures it drives.
@@ -169,12 +212,12 @@ where
                 classify: self.classify,
                 notify: self.notify,
                 clock: self.clock,
-                cancel: self.options.cancel.map(CancelToken::into_cancelled),
+                cancel: OutOfLine::new(self.options.cancel.map(CancelToken::into_cancelled)),
                 name: self.options.name,
                 deadline: self.options.deadline,
             },
             first: First::Unpolled,
-            running: None,
+            running: OutOfLine::new(None),
         }
     }
 }
@@ -200,10 +243,8 @@ where
         loop {
             match first.as_mut().project() {
                 FirstProj::Polling { attempt } => {
-                    if core.is_cancelled() {
-                        first.set(First::Over);
-                        return Poll::Ready(core.cancelled_lean(true));
-                    }
+                    // A cancel that races with the attempt's completion lets
+                    // the completion win; otherwise it ends the call here.
                     let Poll::Ready(outcome) = attempt.poll(cx) else {
                         if core.poll_cancelled(cx) {
                             first.set(First::Over);
@@ -236,13 +277,13 @@ where
                     return core.begin(this.running, cx);
                 }
                 FirstProj::Over => {
-                    let Some(run) = this.running else {
+                    let Some(run) = this.running.as_mut() else {
                         panic!("RetryFuture polled after it completed");
                     };
                     let out = core.drive(run, cx);
                     if out.is_ready() {
                         // Drops the attempt, the timer and the hook at once.
-                        *this.running = None;
+                        **this.running = None;
                     }
                     return out;
                 }
@@ -356,7 +397,7 @@ where
     {
         let out = self.drive(&mut run, cx);
         if out.is_pending() {
-            *slot = Some(run);
+            **slot = Some(run);
         }
         out
     }
