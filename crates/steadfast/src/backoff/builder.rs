@@ -4,6 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use super::jitter::FixedJitter;
 use super::{Jitter, Schedule, ScheduleState, decorrelated, exponential, fibonacci, linear, shift};
 use crate::{ConfigError, Rng};
 
@@ -21,6 +22,23 @@ pub(super) fn nanos(d: Duration) -> f64 {
 pub(super) fn nanos_u64(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
+
+/// Float nanoseconds to whole ones, truncating: saturating, NaN and
+/// negatives give zero. Values below 2^63 (every delay under 292 years) take
+/// the cheaper signed conversion; the branch is on the schedule's
+/// configuration, not on random data.
+#[inline(always)]
+pub(super) fn ns_u64(ns: f64) -> u64 {
+    if ns < I64_LIMIT {
+        // `as` saturates (negatives and NaN give 0 via `max`): never panics.
+        (ns as i64).max(0) as u64
+    } else {
+        ns as u64
+    }
+}
+
+/// 2^63 as a float: the values below it convert to `i64` exactly.
+const I64_LIMIT: f64 = 9_223_372_036_854_775_808.0;
 
 /// Nanoseconds to a duration: saturating, NaN and negatives give zero.
 #[inline]
@@ -166,10 +184,8 @@ pub struct Backoff {
     pub(super) kind: Kind,
     pub(super) curve: Curve,
     pub(super) jitter: Jitter,
-    /// `jitter` as `v * (a + b * U)`, precomputed: no dispatch per delay.
-    pub(super) jitter_ab: (f64, f64),
-    /// Whether `jitter` draws at all (not `Jitter::None`).
-    pub(super) jitter_draws: bool,
+    /// `jitter` in integer fixed point, precomputed: no float per delay.
+    pub(super) jitter_fx: FixedJitter,
     /// Whether the first delay (step 0) is `initial` exactly, neither capped
     /// nor jittered (grpc-go's `Backoff(0)`, gRPC connection backoff).
     pub(super) base_first: bool,
@@ -177,12 +193,20 @@ pub struct Backoff {
     pub(super) cap_after_jitter: bool,
     /// The floor, exact.
     pub(super) min_ns: u64,
-    /// The cap, exact (applied last).
+    /// The cap, exact.
     pub(super) max_u64: u64,
+    /// The cap applied after jitter: `max_u64`, or `u64::MAX` where the cap
+    /// does not hold after jitter (no branch per delay).
+    pub(super) post_cap: u64,
+    /// The largest `retries` that still gets a delay, plus one: `max_attempts
+    /// - 1`, or more than any `u32` without a limit.
+    pub(super) retry_limit: u64,
     /// The cap as a float (applied to the envelope).
     pub(super) max_ns: f64,
     pub(super) max_attempts: Option<u32>,
     pub(super) max_total: Option<Duration>,
+    /// `max_total` in nanoseconds, saturating at `u64::MAX` (as the total does).
+    pub(super) total_limit: Option<u64>,
     pub(super) seed: Option<u64>,
 }
 
@@ -206,15 +230,17 @@ impl Backoff {
             multiplier: 2.0,
         },
         jitter: Jitter::Full,
-        jitter_ab: Jitter::Full.affine(),
-        jitter_draws: true,
+        jitter_fx: Jitter::Full.fixed_point(),
         base_first: false,
         cap_after_jitter: true,
         min_ns: 0,
         max_u64: 10_000_000_000,
+        post_cap: 10_000_000_000,
+        retry_limit: u64::MAX,
         max_ns: 10_000_000_000.0,
         max_attempts: None,
         max_total: None,
+        total_limit: None,
         seed: None,
     };
 
@@ -226,15 +252,17 @@ impl Backoff {
             multiplier: 1.6,
         },
         jitter: Jitter::Proportional(0.2),
-        jitter_ab: Jitter::Proportional(0.2).affine(),
-        jitter_draws: true,
+        jitter_fx: Jitter::Proportional(0.2).fixed_point(),
         base_first: true,
         cap_after_jitter: false,
         min_ns: 0,
         max_u64: 120_000_000_000,
+        post_cap: u64::MAX,
+        retry_limit: u64::MAX,
         max_ns: 120_000_000_000.0,
         max_attempts: None,
         max_total: None,
+        total_limit: None,
         seed: None,
     };
 
@@ -419,20 +447,21 @@ impl Backoff {
                 Err(done) => return done,
             }
         };
-        if !self.base_first || step > 0 {
-            // `min` maps NaN to the cap.
-            let capped = envelope.min(self.max_ns);
-            let jittered = if self.jitter_draws {
-                let (a, b) = self.jitter_ab;
-                capped * (a + b * rng.unit_f64())
+        let envelope = if !self.base_first || step > 0 {
+            // Not `f64::min`: this maps NaN to the cap too, in one instruction.
+            let capped = if envelope < self.max_ns {
+                envelope
             } else {
-                capped
+                self.max_ns
             };
-            self.clamp(jittered)
+            // `max_ns` may round above the exact cap.
+            let capped = ns_u64(capped).min(self.max_u64);
+            self.jitter_fx.apply(capped, rng)
         } else {
             // grpc-go: the first delay is the base delay, exactly.
-            self.clamp(envelope)
-        }
+            ns_u64(envelope)
+        };
+        envelope.max(self.min_ns).min(self.post_cap)
     }
 
     /// The envelope of the other curves (`Ok`), or the finished delay of
@@ -466,61 +495,33 @@ impl Backoff {
     /// floor, then the cap where it holds after jitter; exact in integers.
     #[inline(always)]
     fn clamp(&self, ns: f64) -> u64 {
-        let floored = (ns as u64).max(self.min_ns);
-        if self.cap_after_jitter {
-            floored.min(self.max_u64)
-        } else {
-            floored
-        }
+        ns_u64(ns).max(self.min_ns).min(self.post_cap)
     }
 }
 
 impl Schedule for Backoff {
     #[inline]
     fn next_delay(&self, state: &mut ScheduleState, rng: &mut Rng) -> Option<Duration> {
-        if let Some(max) = self.max_attempts
-            && u64::from(state.retries) + 1 >= u64::from(max)
-        {
+        if u64::from(state.retries) >= self.retry_limit {
             return None;
         }
-        let remaining = match self.max_total {
+        let remaining = match self.total_limit {
             Some(limit) => {
-                let left = limit.saturating_sub(state.total);
-                if left.is_zero() {
+                let left = limit.saturating_sub(state.total_ns);
+                if left == 0 {
                     return None;
                 }
-                Some(left)
+                left
             }
-            None => None,
+            None => u64::MAX,
         };
-        let mut delay = Duration::from_nanos(self.draw(state, rng));
-        if let Some(left) = remaining {
-            delay = delay.min(left);
-        }
-        state.retries = state.retries.saturating_add(1);
-        state.step = state.step.saturating_add(1);
-        state.prev = delay;
-        state.total = add_saturating(state.total, delay);
-        Some(delay)
+        let ns = self.draw(state, rng).min(remaining);
+        state.record_ns(ns);
+        Some(Duration::from_nanos(ns))
     }
 
     fn seed(&self) -> Option<u64> {
         self.seed
-    }
-}
-
-/// `a + b`, saturating at `Duration::MAX`, without a branch on the carry of
-/// the nanoseconds (jittered delays make that branch unpredictable).
-/// `b` is a delay (at most `u64::MAX` ns, about 1.8e10 s), so
-/// `b.as_secs() + 1` cannot overflow.
-#[inline(always)]
-fn add_saturating(a: Duration, b: Duration) -> Duration {
-    let nanos = a.subsec_nanos() + b.subsec_nanos();
-    let carry = u32::from(nanos >= 1_000_000_000);
-    let nanos = nanos - carry * 1_000_000_000;
-    match a.as_secs().checked_add(b.as_secs() + u64::from(carry)) {
-        Some(secs) => Duration::new(secs, nanos),
-        None => Duration::MAX,
     }
 }
 
@@ -879,6 +880,7 @@ impl BackoffBuilder {
             ));
         }
 
+        let cap_after_jitter = !matches!(kind, Kind::GrpcGo | Kind::GrpcA6);
         let curve = match kind {
             Kind::Constant => Curve::Constant { interval: initial },
             Kind::Linear => Curve::Linear {
@@ -903,15 +905,17 @@ impl BackoffBuilder {
             kind,
             curve,
             jitter,
-            jitter_ab: jitter.affine(),
-            jitter_draws: jitter != Jitter::None,
+            jitter_fx: jitter.fixed_point(),
             base_first: kind == Kind::GrpcGo,
-            cap_after_jitter: !matches!(kind, Kind::GrpcGo | Kind::GrpcA6),
+            cap_after_jitter,
             min_ns,
             max_u64,
+            post_cap: if cap_after_jitter { max_u64 } else { u64::MAX },
+            retry_limit: self.max_attempts.map_or(u64::MAX, |m| u64::from(m) - 1),
             max_ns,
             max_attempts: self.max_attempts,
             max_total: self.max_total_delay,
+            total_limit: self.max_total_delay.map(nanos_u64),
             seed: self.seed,
         })
     }

@@ -108,6 +108,28 @@ impl Jitter {
         }
     }
 
+    /// This jitter in the fixed-point form the built-in schedules use: the
+    /// delay is `v * (a + b * r / 2^64) / 2^62` for one raw random word `r`
+    /// (see [`Jitter`]'s "exact form").
+    pub(super) const fn fixed_point(self) -> FixedJitter {
+        // `f` is within [0, 1] (checked by `validate` before any schedule is
+        // built); the products are then within [0, 2^63], exact or rounded
+        // to the nearest representable factor, and `as` saturates anyway.
+        const ONE: f64 = (1u64 << 62) as f64;
+        match self {
+            Self::None => FixedJitter::None,
+            Self::Full => FixedJitter::Full,
+            Self::Equal => FixedJitter::Affine {
+                a: 1 << 61,
+                b: 1 << 61,
+            },
+            Self::Proportional(f) => FixedJitter::Affine {
+                a: ((1.0 - f) * ONE) as u64,
+                b: (2.0 * f * ONE) as u64,
+            },
+        }
+    }
+
     /// The largest factor this jitter can multiply the envelope by
     /// (`1 + f` for proportional jitter, else 1).
     ///
@@ -137,6 +159,43 @@ impl Jitter {
             Self::Equal => 0.5,
         }
     }
+}
+
+/// A [`Jitter`] as the built-in schedules apply it: on whole nanoseconds,
+/// from one raw 64-bit random word, with no floating point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FixedJitter {
+    /// No draw: the envelope itself.
+    None,
+    /// `floor(v * r / 2^64)`: uniform in `[0, v)` (`0` for `v = 0`).
+    Full,
+    /// `floor(v * (a + floor(r * b / 2^64)) / 2^62)`, saturating at `u64::MAX`:
+    /// the factor `(a + b * U) / 2^62` in 2.62 fixed point.
+    Affine { a: u64, b: u64 },
+}
+
+impl FixedJitter {
+    /// Applies the jitter to the envelope `v` (whole nanoseconds), drawing
+    /// one word from `rng` unless it is `None`. No branch on the drawn word.
+    #[inline(always)]
+    pub(super) fn apply(self, v: u64, rng: &mut Rng) -> u64 {
+        match self {
+            Self::None => v,
+            Self::Full => mul_high(rng.next_u64(), v),
+            Self::Affine { a, b } => {
+                // a + b <= 2^63: no overflow.
+                let factor = a + mul_high(rng.next_u64(), b);
+                let product = (u128::from(v) * u128::from(factor)) >> 62;
+                u64::try_from(product).unwrap_or(u64::MAX)
+            }
+        }
+    }
+}
+
+/// `floor(x * y / 2^64)`: with `x` a uniform random word, uniform in `[0, y)`.
+#[inline(always)]
+pub(super) const fn mul_high(x: u64, y: u64) -> u64 {
+    ((x as u128 * y as u128) >> 64) as u64
 }
 
 #[cfg(test)]
