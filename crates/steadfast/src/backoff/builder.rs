@@ -37,6 +37,16 @@ pub(super) fn ns_u64(ns: f64) -> u64 {
     }
 }
 
+/// [`ns_u64`] for a value known not to be negative (nor NaN): one test less.
+#[inline(always)]
+fn ns_u64_nonneg(ns: f64) -> u64 {
+    if ns < I64_LIMIT {
+        ns as i64 as u64
+    } else {
+        ns as u64
+    }
+}
+
 /// 2^63 as a float: the values below it convert to `i64` exactly.
 const I64_LIMIT: f64 = 9_223_372_036_854_775_808.0;
 
@@ -46,6 +56,10 @@ pub(super) fn duration_from_nanos(ns: f64) -> Duration {
     // `as` saturates (and maps NaN to 0): never panics.
     Duration::from_nanos(ns as u64)
 }
+
+/// The largest multiplier the integer exponential curve takes (larger whole
+/// multipliers, such as `1e300`, take the float one: the same results).
+const MAX_WHOLE_FACTOR: f64 = 4_294_967_296.0;
 
 /// Which built-in schedule a [`Backoff`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,13 +124,37 @@ impl Kind {
 /// The curve of a [`Backoff`], with its parameters in nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) enum Curve {
-    Constant { interval: f64 },
-    Linear { base: f64, step: f64 },
-    Exponential { initial: f64, multiplier: f64 },
-    Shift { initial: u64, shift: u32 },
-    Fibonacci { initial: f64 },
-    Decorrelated { base: f64 },
-    DecorrelatedV2 { median: f64 },
+    /// An exponential curve whose multiplier is a whole number (2, 3, …, up
+    /// to [`MAX_WHOLE_FACTOR`]): exact integer nanoseconds, no float per delay.
+    /// First, so that the hot path tests for it first.
+    ExponentialWhole {
+        initial: u64,
+        factor: u64,
+    },
+    Constant {
+        interval: f64,
+    },
+    Linear {
+        base: f64,
+        step: f64,
+    },
+    Exponential {
+        initial: f64,
+        multiplier: f64,
+    },
+    Shift {
+        initial: u64,
+        shift: u32,
+    },
+    Fibonacci {
+        initial: f64,
+    },
+    Decorrelated {
+        base: f64,
+    },
+    DecorrelatedV2 {
+        median: f64,
+    },
 }
 
 /// A backoff schedule: one of the built-in curves, a [`Jitter`], and limits.
@@ -201,6 +239,9 @@ pub struct Backoff {
     /// The largest `retries` that still gets a delay, plus one: `max_attempts
     /// - 1`, or more than any `u32` without a limit.
     pub(super) retry_limit: u64,
+    /// Whether the floor or `post_cap` can change a jittered delay (a floor
+    /// is set, or the jitter can exceed the cap that holds after it).
+    pub(super) clamp_after_jitter: bool,
     /// The cap as a float (applied to the envelope).
     pub(super) max_ns: f64,
     pub(super) max_attempts: Option<u32>,
@@ -225,9 +266,9 @@ impl Backoff {
     /// ```
     pub const DEFAULT: Self = Self {
         kind: Kind::Exponential,
-        curve: Curve::Exponential {
-            initial: 100_000_000.0,
-            multiplier: 2.0,
+        curve: Curve::ExponentialWhole {
+            initial: 100_000_000,
+            factor: 2,
         },
         jitter: Jitter::Full,
         jitter_fx: Jitter::Full.fixed_point(),
@@ -237,6 +278,7 @@ impl Backoff {
         max_u64: 10_000_000_000,
         post_cap: 10_000_000_000,
         retry_limit: u64::MAX,
+        clamp_after_jitter: false,
         max_ns: 10_000_000_000.0,
         max_attempts: None,
         max_total: None,
@@ -259,6 +301,7 @@ impl Backoff {
         max_u64: 120_000_000_000,
         post_cap: u64::MAX,
         retry_limit: u64::MAX,
+        clamp_after_jitter: false,
         max_ns: 120_000_000_000.0,
         max_attempts: None,
         max_total: None,
@@ -313,7 +356,9 @@ impl Backoff {
     #[must_use]
     pub fn initial(&self) -> Duration {
         match self.curve {
-            Curve::Shift { initial, .. } => Duration::from_nanos(initial),
+            Curve::Shift { initial, .. } | Curve::ExponentialWhole { initial, .. } => {
+                Duration::from_nanos(initial)
+            }
             Curve::Constant { interval: v }
             | Curve::Linear { base: v, .. }
             | Curve::Exponential { initial: v, .. }
@@ -432,7 +477,18 @@ impl Backoff {
     #[inline(always)]
     pub(super) fn draw(&self, state: &mut ScheduleState, rng: &mut Rng) -> u64 {
         let step = state.step;
-        // The common curves first, tested in order (no jump table).
+        if let Curve::ExponentialWhole { initial, factor } = self.curve {
+            // The default curve: integers only.
+            let capped = exponential::envelope_int(initial, factor, self.max_u64, state);
+            let envelope = if !self.base_first || step > 0 {
+                self.jitter_fx.apply(capped, rng)
+            } else {
+                // grpc-go: the first delay is the base delay, exactly.
+                initial
+            };
+            return self.floor_and_cap(envelope);
+        }
+        // The other common curves, tested in order (no jump table).
         let envelope = if let Curve::Exponential {
             initial,
             multiplier,
@@ -455,13 +511,25 @@ impl Backoff {
                 self.max_ns
             };
             // `max_ns` may round above the exact cap.
-            let capped = ns_u64(capped).min(self.max_u64);
+            let capped = ns_u64_nonneg(capped).min(self.max_u64);
             self.jitter_fx.apply(capped, rng)
         } else {
             // grpc-go: the first delay is the base delay, exactly.
             ns_u64(envelope)
         };
-        envelope.max(self.min_ns).min(self.post_cap)
+        self.floor_and_cap(envelope)
+    }
+
+    /// The floor, then the cap where it holds after jitter; skipped (one
+    /// predictable branch) when the build found them no-ops: no floor, and
+    /// a jitter that cannot take the capped envelope above the cap.
+    #[inline(always)]
+    fn floor_and_cap(&self, ns: u64) -> u64 {
+        if self.clamp_after_jitter {
+            ns.max(self.min_ns).min(self.post_cap)
+        } else {
+            ns
+        }
     }
 
     /// The envelope of the other curves (`Ok`), or the finished delay of
@@ -477,6 +545,9 @@ impl Backoff {
                 initial,
                 multiplier,
             } => exponential::envelope(initial, multiplier, state),
+            Curve::ExponentialWhole { initial, factor } => {
+                exponential::envelope_int(initial, factor, self.max_u64, state) as f64
+            }
             Curve::Shift { initial, shift } => shift::envelope(initial, shift, step),
             Curve::Fibonacci { initial } => fibonacci::envelope(initial, self.max_ns, state),
             Curve::Decorrelated { base } => {
@@ -543,6 +614,10 @@ impl fmt::Debug for Backoff {
             } => {
                 s.field("initial", &duration_from_nanos(initial));
                 s.field("multiplier", &multiplier);
+            }
+            Curve::ExponentialWhole { initial, factor } => {
+                s.field("initial", &Duration::from_nanos(initial));
+                s.field("multiplier", &(factor as f64));
             }
             Curve::Shift { initial, shift } => {
                 s.field("initial", &Duration::from_nanos(initial));
@@ -888,9 +963,18 @@ impl BackoffBuilder {
                 step: nanos(self.step.unwrap_or(ms(1000))),
             },
             Kind::Exponential | Kind::GrpcGo | Kind::GrpcA6 | Kind::GrpcA6Legacy => {
-                Curve::Exponential {
-                    initial,
-                    multiplier,
+                if multiplier >= 1.0 && multiplier <= MAX_WHOLE_FACTOR && multiplier.fract() == 0.0
+                {
+                    // Checked above: a whole number in [1, 2^32], exact.
+                    Curve::ExponentialWhole {
+                        initial: nanos_u64(self.initial.unwrap_or(default_initial)),
+                        factor: multiplier as u64,
+                    }
+                } else {
+                    Curve::Exponential {
+                        initial,
+                        multiplier,
+                    }
                 }
             }
             Kind::ShiftExponential => Curve::Shift {
@@ -912,6 +996,8 @@ impl BackoffBuilder {
             max_u64,
             post_cap: if cap_after_jitter { max_u64 } else { u64::MAX },
             retry_limit: self.max_attempts.map_or(u64::MAX, |m| u64::from(m) - 1),
+            // The jittered envelope is at most `max_u64 * max_factor`.
+            clamp_after_jitter: min_ns > 0 || (cap_after_jitter && jitter.max_factor() > 1.0),
             max_ns,
             max_attempts: self.max_attempts,
             max_total: self.max_total_delay,

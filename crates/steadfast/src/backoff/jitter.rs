@@ -18,6 +18,19 @@ use crate::{ConfigError, Rng};
 /// ±20 %. A floor below the jittered value (pester's 1 ms, for example) is the
 /// builder's [`min_delay`](crate::backoff::BackoffBuilder::min_delay).
 ///
+/// # Exact form
+///
+/// The built-in schedules apply a jitter in whole nanoseconds, from one raw
+/// 64-bit word `r` of the call's [`Rng`] (`U = r / 2^64`, uniform in
+/// `[0, 1)` with 64 bits): `Full` gives `floor(v * r / 2^64)`; `Equal` and
+/// `Proportional(f)` give `floor(v * F / 2^62)` with the factor
+/// `F = A + floor(r * B / 2^64)` in 2.62 fixed point, `A = (1 - f) * 2^62`
+/// and `B = 2f * 2^62` (`Equal`: `A = B = 2^61`), saturating at `u64::MAX`.
+/// `None` draws nothing. So a seeded schedule gives the same delays on every
+/// platform, and no float is involved after the envelope. [`Jitter::apply`]
+/// draws from the same distribution for a float envelope (from a float draw,
+/// [`Rng::unit_f64`]), as the gRPC connection backoff does.
+///
 /// Whether the cap (`max_delay`) holds after jitter depends on the schedule:
 /// it does for every schedule except those whose specification says the
 /// jitter may exceed it (gRFC A6, grpc-go and gRPC connection backoff), see
@@ -108,9 +121,8 @@ impl Jitter {
         }
     }
 
-    /// This jitter in the fixed-point form the built-in schedules use: the
-    /// delay is `v * (a + b * r / 2^64) / 2^62` for one raw random word `r`
-    /// (see [`Jitter`]'s "exact form").
+    /// This jitter in the fixed-point form the built-in schedules use (see
+    /// "Exact form" on [`Jitter`]).
     pub(super) const fn fixed_point(self) -> FixedJitter {
         // `f` is within [0, 1] (checked by `validate` before any schedule is
         // built); the products are then within [0, 2^63], exact or rounded
@@ -179,15 +191,15 @@ impl FixedJitter {
     /// one word from `rng` unless it is `None`. No branch on the drawn word.
     #[inline(always)]
     pub(super) fn apply(self, v: u64, rng: &mut Rng) -> u64 {
-        match self {
-            Self::None => v,
-            Self::Full => mul_high(rng.next_u64(), v),
-            Self::Affine { a, b } => {
-                // a + b <= 2^63: no overflow.
-                let factor = a + mul_high(rng.next_u64(), b);
-                let product = (u128::from(v) * u128::from(factor)) >> 62;
-                u64::try_from(product).unwrap_or(u64::MAX)
-            }
+        if let Self::Full = self {
+            mul_high(rng.next_u64(), v)
+        } else if let Self::Affine { a, b } = self {
+            // a + b <= 2^63: no overflow.
+            let factor = a + mul_high(rng.next_u64(), b);
+            let product = (u128::from(v) * u128::from(factor)) >> 62;
+            u64::try_from(product).unwrap_or(u64::MAX)
+        } else {
+            v
         }
     }
 }

@@ -22,11 +22,16 @@
 //!
 //! # Cost
 //!
-//! `next_delay` keeps the unjittered envelope in the state (as `f64`
-//! nanoseconds) and multiplies it once per step: no `powf`, no
-//! `Duration::from_secs_f64`, no lock, no allocation; one random draw per
-//! jittered delay. Every conversion saturates: any step up to `u32::MAX`
-//! gives a valid delay, at most `u64::MAX` nanoseconds.
+//! `next_delay` keeps the unjittered envelope in the state and multiplies it
+//! once per step: no `powf`, no `Duration::from_secs_f64`, no lock, no
+//! allocation. An exponential curve with a whole multiplier (the default ×2)
+//! runs in exact integer nanoseconds; other multipliers keep the envelope as
+//! `f64` nanoseconds and convert it once per delay. The jitter takes one raw
+//! 64-bit random word and applies it with an integer multiply (full jitter:
+//! `floor(v * r / 2^64)`, see [`Jitter`]), the limits are precomputed
+//! integers, and the state counts in whole nanoseconds. Every step saturates:
+//! any step up to `u32::MAX` gives a valid delay, at most `u64::MAX`
+//! nanoseconds.
 //!
 //! ```
 //! use std::time::Duration;
@@ -167,7 +172,15 @@ pub struct ScheduleState {
     pub(crate) mem: f64,
     /// Second curve memory (the previous Fibonacci term); negative when unknown.
     pub(crate) mem2: f64,
+    /// Integer curve memory (the last capped envelope of an exponential curve
+    /// with a whole multiplier), in nanoseconds; [`UNKNOWN_NS`] when unknown.
+    pub(crate) mem_ns: u64,
 }
+
+/// `ScheduleState::mem_ns` when unknown. A real envelope can equal it only
+/// when the cap is `u64::MAX` ns and reached: the closed form then gives the
+/// same value, so taking it as unknown is never wrong.
+pub(crate) const UNKNOWN_NS: u64 = u64::MAX;
 
 impl Default for ScheduleState {
     fn default() -> Self {
@@ -191,6 +204,7 @@ impl ScheduleState {
             total_ns: 0,
             mem: -1.0,
             mem2: -1.0,
+            mem_ns: UNKNOWN_NS,
         }
     }
 
@@ -287,5 +301,6 @@ impl ScheduleState {
         self.prev_ns = 0;
         self.mem = -1.0;
         self.mem2 = -1.0;
+        self.mem_ns = UNKNOWN_NS;
     }
 }
