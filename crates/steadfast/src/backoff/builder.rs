@@ -4,7 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::jitter::FixedJitter;
+use super::jitter::{FixedJitter, mul_high};
 use super::{Jitter, Schedule, ScheduleState, decorrelated, exponential, fibonacci, linear, shift};
 use crate::{ConfigError, Rng};
 
@@ -242,6 +242,11 @@ pub struct Backoff {
     /// Whether the floor or `post_cap` can change a jittered delay (a floor
     /// is set, or the jitter can exceed the cap that holds after it).
     pub(super) clamp_after_jitter: bool,
+    /// `(initial, factor)` of the default shape, which `next_delay` takes
+    /// straight through (one test instead of one per setting): an
+    /// exponential curve with a whole multiplier, full jitter, and nothing
+    /// else to apply (no floor, no first-delay rule, no total limit).
+    pub(super) plain: Option<(u64, u64)>,
     /// The cap as a float (applied to the envelope).
     pub(super) max_ns: f64,
     pub(super) max_attempts: Option<u32>,
@@ -279,6 +284,7 @@ impl Backoff {
         post_cap: 10_000_000_000,
         retry_limit: u64::MAX,
         clamp_after_jitter: false,
+        plain: Some((100_000_000, 2)),
         max_ns: 10_000_000_000.0,
         max_attempts: None,
         max_total: None,
@@ -302,6 +308,7 @@ impl Backoff {
         post_cap: u64::MAX,
         retry_limit: u64::MAX,
         clamp_after_jitter: false,
+        plain: None,
         max_ns: 120_000_000_000.0,
         max_attempts: None,
         max_total: None,
@@ -498,7 +505,11 @@ impl Backoff {
         } else if let Curve::Constant { interval } = self.curve {
             interval
         } else {
-            match self.other_envelope(state, rng) {
+            // On a copy of the state: the caller's state never escapes into
+            // a call, so it can stay in registers on the common paths.
+            let (envelope, next) = self.other_envelope(*state, rng);
+            *state = next;
+            match envelope {
                 Ok(envelope) => envelope,
                 Err(done) => return done,
             }
@@ -534,9 +545,20 @@ impl Backoff {
 
     /// The envelope of the other curves (`Ok`), or the finished delay of
     /// those whose randomness is their own (`Err`). Out of line, so that the
-    /// hot path (exponential and constant) stays small enough to inline.
+    /// hot path (exponential and constant) stays small enough to inline;
+    /// returns the updated state.
     #[inline(never)]
-    fn other_envelope(&self, state: &mut ScheduleState, rng: &mut Rng) -> Result<f64, u64> {
+    fn other_envelope(
+        &self,
+        mut state: ScheduleState,
+        rng: &mut Rng,
+    ) -> (Result<f64, u64>, ScheduleState) {
+        let envelope = self.other_envelope_in(&mut state, rng);
+        (envelope, state)
+    }
+
+    #[inline(always)]
+    fn other_envelope_in(&self, state: &mut ScheduleState, rng: &mut Rng) -> Result<f64, u64> {
         let step = state.step;
         Ok(match self.curve {
             Curve::Constant { interval } => interval,
@@ -575,6 +597,13 @@ impl Schedule for Backoff {
     fn next_delay(&self, state: &mut ScheduleState, rng: &mut Rng) -> Option<Duration> {
         if u64::from(state.retries) >= self.retry_limit {
             return None;
+        }
+        if let Some((initial, factor)) = self.plain {
+            // The default shape, straight through (same result as below).
+            let capped = exponential::envelope_int(initial, factor, self.max_u64, state);
+            let ns = mul_high(rng.next_u64(), capped);
+            state.record_ns(ns);
+            return Some(Duration::from_nanos(ns));
         }
         let remaining = match self.total_limit {
             Some(limit) => {
@@ -985,6 +1014,18 @@ impl BackoffBuilder {
             Kind::Decorrelated => Curve::Decorrelated { base: initial },
             Kind::DecorrelatedV2 => Curve::DecorrelatedV2 { median: initial },
         };
+        let clamp_after_jitter = min_ns > 0 || (cap_after_jitter && jitter.max_factor() > 1.0);
+        let plain = match curve {
+            Curve::ExponentialWhole { initial, factor }
+                if jitter == Jitter::Full
+                    && kind != Kind::GrpcGo
+                    && !clamp_after_jitter
+                    && self.max_total_delay.is_none() =>
+            {
+                Some((initial, factor))
+            }
+            _ => None,
+        };
         Ok(Backoff {
             kind,
             curve,
@@ -997,7 +1038,8 @@ impl BackoffBuilder {
             post_cap: if cap_after_jitter { max_u64 } else { u64::MAX },
             retry_limit: self.max_attempts.map_or(u64::MAX, |m| u64::from(m) - 1),
             // The jittered envelope is at most `max_u64 * max_factor`.
-            clamp_after_jitter: min_ns > 0 || (cap_after_jitter && jitter.max_factor() > 1.0),
+            clamp_after_jitter,
+            plain,
             max_ns,
             max_attempts: self.max_attempts,
             max_total: self.max_total_delay,

@@ -169,6 +169,42 @@ mod tests {
     }
 
     #[test]
+    fn the_default_shape_takes_the_same_path_as_any_other() {
+        // The default shape has a straight path in `next_delay`; a total
+        // limit no call can reach turns it off without changing a delay.
+        for multiplier in [1.0, 2.0, 3.0] {
+            let plain = Backoff::exponential()
+                .multiplier(multiplier)
+                .max_attempts(40)
+                .build()
+                .unwrap();
+            let general = Backoff::exponential()
+                .multiplier(multiplier)
+                .max_attempts(40)
+                .max_total_delay(Duration::MAX)
+                .build()
+                .unwrap();
+            assert!(plain.plain.is_some() && general.plain.is_none());
+            for seed in 0..50 {
+                let (mut a, mut b) = (ScheduleState::new(), ScheduleState::new());
+                let (mut ra, mut rb) = (Rng::with_seed(seed), Rng::with_seed(seed));
+                for _ in 0..40 {
+                    let d = plain.next_delay(&mut a, &mut ra);
+                    assert_eq!(d, general.next_delay(&mut b, &mut rb));
+                    assert_eq!(a, b);
+                }
+                // Far along the curve (retries within the limit): the closed form.
+                let mut s = ScheduleState::new();
+                s.step = u32::MAX - 1;
+                let mut r = Rng::with_seed(seed);
+                let d = plain.next_delay(&mut s, &mut r).unwrap();
+                assert!(d < Duration::from_secs(10));
+                assert_eq!(s.step, u32::MAX);
+            }
+        }
+    }
+
+    #[test]
     fn zero_initial_stays_zero() {
         let b = Backoff::exponential()
             .initial(Duration::ZERO)
