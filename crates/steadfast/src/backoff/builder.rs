@@ -505,10 +505,12 @@ impl Backoff {
         } else if let Curve::Constant { interval } = self.curve {
             interval
         } else {
-            // On a copy of the state: the caller's state never escapes into
-            // a call, so it can stay in registers on the common paths.
-            let (envelope, next) = self.other_envelope(*state, rng);
+            // On copies of the state and the generator: the caller's never
+            // escape into a call, so they can stay in registers on the
+            // common paths.
+            let (envelope, next, next_rng) = self.other_envelope(*state, rng.clone());
             *state = next;
+            *rng = next_rng;
             match envelope {
                 Ok(envelope) => envelope,
                 Err(done) => return done,
@@ -546,15 +548,15 @@ impl Backoff {
     /// The envelope of the other curves (`Ok`), or the finished delay of
     /// those whose randomness is their own (`Err`). Out of line, so that the
     /// hot path (exponential and constant) stays small enough to inline;
-    /// returns the updated state.
+    /// returns the updated state and generator.
     #[inline(never)]
     fn other_envelope(
         &self,
         mut state: ScheduleState,
-        rng: &mut Rng,
-    ) -> (Result<f64, u64>, ScheduleState) {
-        let envelope = self.other_envelope_in(&mut state, rng);
-        (envelope, state)
+        mut rng: Rng,
+    ) -> (Result<f64, u64>, ScheduleState, Rng) {
+        let envelope = self.other_envelope_in(&mut state, &mut rng);
+        (envelope, state, rng)
     }
 
     #[inline(always)]
@@ -992,8 +994,7 @@ impl BackoffBuilder {
                 step: nanos(self.step.unwrap_or(ms(1000))),
             },
             Kind::Exponential | Kind::GrpcGo | Kind::GrpcA6 | Kind::GrpcA6Legacy => {
-                if multiplier >= 1.0 && multiplier <= MAX_WHOLE_FACTOR && multiplier.fract() == 0.0
-                {
+                if (1.0..=MAX_WHOLE_FACTOR).contains(&multiplier) && multiplier.fract() == 0.0 {
                     // Checked above: a whole number in [1, 2^32], exact.
                     Curve::ExponentialWhole {
                         initial: nanos_u64(self.initial.unwrap_or(default_initial)),
