@@ -834,7 +834,9 @@ impl BackoffBuilder {
     );
     setter!(
         /// The limit on the sum of the delays: the last delay is clipped so
-        /// the sum never exceeds it, then the schedule ends.
+        /// the sum never exceeds it, then the schedule ends. The sum is kept
+        /// in nanoseconds and saturates at `u64::MAX` (about 584 years), so a
+        /// longer limit acts as that one.
         ///
         /// ```
         /// use std::time::Duration;
