@@ -30,7 +30,8 @@ pub(super) fn nanos_u64(d: Duration) -> u64 {
 #[inline(always)]
 pub(super) fn ns_u64(ns: f64) -> u64 {
     if ns < I64_LIMIT {
-        // `as` saturates (negatives and NaN give 0 via `max`): never panics.
+        // `as` saturates and `max` maps negatives to 0 (NaN fails the test
+        // above, and `as u64` maps it to 0): never panics.
         (ns as i64).max(0) as u64
     } else {
         ns as u64
@@ -122,39 +123,19 @@ impl Kind {
 }
 
 /// The curve of a [`Backoff`], with its parameters in nanoseconds.
+/// `ExponentialWhole` is an exponential curve whose multiplier is a whole
+/// number (2, 3, …, up to [`MAX_WHOLE_FACTOR`]): exact integer nanoseconds,
+/// no float per delay.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) enum Curve {
-    /// An exponential curve whose multiplier is a whole number (2, 3, …, up
-    /// to [`MAX_WHOLE_FACTOR`]): exact integer nanoseconds, no float per delay.
-    /// First, so that the hot path tests for it first.
-    ExponentialWhole {
-        initial: u64,
-        factor: u64,
-    },
-    Constant {
-        interval: f64,
-    },
-    Linear {
-        base: f64,
-        step: f64,
-    },
-    Exponential {
-        initial: f64,
-        multiplier: f64,
-    },
-    Shift {
-        initial: u64,
-        shift: u32,
-    },
-    Fibonacci {
-        initial: f64,
-    },
-    Decorrelated {
-        base: f64,
-    },
-    DecorrelatedV2 {
-        median: f64,
-    },
+    ExponentialWhole { initial: u64, factor: u64 },
+    Constant { interval: f64 },
+    Linear { base: f64, step: f64 },
+    Exponential { initial: f64, multiplier: f64 },
+    Shift { initial: u64, shift: u32 },
+    Fibonacci { initial: f64 },
+    Decorrelated { base: f64 },
+    DecorrelatedV2 { median: f64 },
 }
 
 /// A backoff schedule: one of the built-in curves, a [`Jitter`], and limits.
