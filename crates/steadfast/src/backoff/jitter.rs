@@ -101,8 +101,8 @@ impl Jitter {
     }
 
     /// This jitter as an affine map of one uniform draw `U` in `[0, 1)`: the
-    /// delay is `v * (a + b * U)`. Schedules precompute it, so a delay costs
-    /// no dispatch on the kind of jitter.
+    /// delay is `v * (a + b * U)`. The built-in schedules precompute it, in
+    /// fixed point (see "Exact form" on [`Jitter`]).
     ///
     /// ```
     /// use steadfast::Jitter;
