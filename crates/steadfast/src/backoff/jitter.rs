@@ -24,8 +24,9 @@ use crate::{ConfigError, Rng};
 /// 64-bit word `r` of the call's [`Rng`] (`U = r / 2^64`, uniform in
 /// `[0, 1)` with 64 bits): `Full` gives `floor(v * r / 2^64)`; `Equal` and
 /// `Proportional(f)` give `floor(v * F / 2^62)` with the factor
-/// `F = A + floor(r * B / 2^64)` in 2.62 fixed point, `A = (1 - f) * 2^62`
-/// and `B = 2f * 2^62` (`Equal`: `A = B = 2^61`), saturating at `u64::MAX`.
+/// `F = A + floor(r * B / 2^64)` in 2.62 fixed point, `A = floor((1 - f) * 2^62)`
+/// and `B = floor(2f * 2^62)` (`Equal`: `A = B = 2^61`), saturating at
+/// `u64::MAX`.
 /// `None` draws nothing. So a seeded schedule gives the same delays on every
 /// platform, and no float is involved after the envelope. [`Jitter::apply`]
 /// draws from the same distribution for a float envelope (from a float draw,
@@ -125,8 +126,8 @@ impl Jitter {
     /// "Exact form" on [`Jitter`]).
     pub(super) const fn fixed_point(self) -> FixedJitter {
         // `f` is within [0, 1] (checked by `validate` before any schedule is
-        // built); the products are then within [0, 2^63], exact or rounded
-        // to the nearest representable factor, and `as` saturates anyway.
+        // built); the products are then within [0, 2^63] and `as` truncates
+        // them (and would saturate anyway).
         const ONE: f64 = (1u64 << 62) as f64;
         match self {
             Self::None => FixedJitter::None,
