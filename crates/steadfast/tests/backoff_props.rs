@@ -33,7 +33,17 @@ fn jitter() -> impl Strategy<Value = Jitter> {
 }
 
 fn multiplier() -> impl Strategy<Value = f64> {
-    prop_oneof![1.0f64..4.0, 4.0f64..1e6, Just(1.0), Just(1e300)]
+    // Whole multipliers (up to 2^32) take the integer curve, others the float one.
+    prop_oneof![
+        1.0f64..4.0,
+        4.0f64..1e6,
+        Just(1.0),
+        Just(2.0),
+        Just(3.0),
+        Just(4_294_967_296.0),
+        Just(4_294_967_297.0),
+        Just(1e300)
+    ]
 }
 
 /// A curve that takes any jitter: (builder without jitter, name).

@@ -161,8 +161,9 @@ fn known_answer_a6_example_envelopes() {
 
 #[test]
 fn seeded_delays_follow_the_formula_draw_by_draw() {
-    // Each delay of the default schedule is exactly envelope * U, with U the
-    // next draw of the seeded generator.
+    // Each delay of the default schedule (full jitter) is exactly
+    // floor(envelope * r / 2^64), with r the next raw 64-bit word of the
+    // seeded generator: U(0, envelope) in whole nanoseconds.
     let first: Vec<u128> = Backoff::default()
         .delays_seeded(42)
         .take(4)
@@ -178,13 +179,13 @@ fn seeded_delays_follow_the_formula_draw_by_draw() {
     let mut state = ScheduleState::new();
     let by_hand: Vec<u128> = (0..4)
         .map(|i| {
-            let env = 100_000_000.0 * 2f64.powi(i);
-            let u = rng.clone().unit_f64();
+            let env = 100_000_000u128 << i;
+            let r = u128::from(rng.clone().next_u64());
             let d = Backoff::default()
                 .next_delay(&mut state, &mut rng)
                 .unwrap()
                 .as_nanos();
-            assert_eq!(d, (env * u) as u128);
+            assert_eq!(d, (env * r) >> 64);
             d
         })
         .collect();

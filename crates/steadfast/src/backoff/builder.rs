@@ -4,6 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use super::jitter::{FixedJitter, mul_high};
 use super::{Jitter, Schedule, ScheduleState, decorrelated, exponential, fibonacci, linear, shift};
 use crate::{ConfigError, Rng};
 
@@ -22,12 +23,44 @@ pub(super) fn nanos_u64(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// Float nanoseconds to whole ones, truncating: saturating, NaN and
+/// negatives give zero. Values below 2^63 (every delay under 292 years) take
+/// the cheaper signed conversion; the branch is on the schedule's
+/// configuration, not on random data.
+#[inline(always)]
+pub(super) fn ns_u64(ns: f64) -> u64 {
+    if ns < I64_LIMIT {
+        // `as` saturates and `max` maps negatives to 0 (NaN fails the test
+        // above, and `as u64` maps it to 0): never panics.
+        (ns as i64).max(0) as u64
+    } else {
+        ns as u64
+    }
+}
+
+/// [`ns_u64`] for a value known not to be negative (nor NaN): one test less.
+#[inline(always)]
+fn ns_u64_nonneg(ns: f64) -> u64 {
+    if ns < I64_LIMIT {
+        ns as i64 as u64
+    } else {
+        ns as u64
+    }
+}
+
+/// 2^63 as a float: the values below it convert to `i64` exactly.
+const I64_LIMIT: f64 = 9_223_372_036_854_775_808.0;
+
 /// Nanoseconds to a duration: saturating, NaN and negatives give zero.
 #[inline]
 pub(super) fn duration_from_nanos(ns: f64) -> Duration {
     // `as` saturates (and maps NaN to 0): never panics.
     Duration::from_nanos(ns as u64)
 }
+
+/// The largest multiplier the integer exponential curve takes (larger whole
+/// multipliers, such as `1e300`, take the float one: the same results).
+const MAX_WHOLE_FACTOR: f64 = 4_294_967_296.0;
 
 /// Which built-in schedule a [`Backoff`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,8 +123,12 @@ impl Kind {
 }
 
 /// The curve of a [`Backoff`], with its parameters in nanoseconds.
+/// `ExponentialWhole` is an exponential curve whose multiplier is a whole
+/// number (2, 3, …, up to [`MAX_WHOLE_FACTOR`]): exact integer nanoseconds,
+/// no float per delay.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) enum Curve {
+    ExponentialWhole { initial: u64, factor: u64 },
     Constant { interval: f64 },
     Linear { base: f64, step: f64 },
     Exponential { initial: f64, multiplier: f64 },
@@ -166,10 +203,8 @@ pub struct Backoff {
     pub(super) kind: Kind,
     pub(super) curve: Curve,
     pub(super) jitter: Jitter,
-    /// `jitter` as `v * (a + b * U)`, precomputed: no dispatch per delay.
-    pub(super) jitter_ab: (f64, f64),
-    /// Whether `jitter` draws at all (not `Jitter::None`).
-    pub(super) jitter_draws: bool,
+    /// `jitter` in integer fixed point, precomputed: no float per delay.
+    pub(super) jitter_fx: FixedJitter,
     /// Whether the first delay (step 0) is `initial` exactly, neither capped
     /// nor jittered (grpc-go's `Backoff(0)`, gRPC connection backoff).
     pub(super) base_first: bool,
@@ -177,12 +212,28 @@ pub struct Backoff {
     pub(super) cap_after_jitter: bool,
     /// The floor, exact.
     pub(super) min_ns: u64,
-    /// The cap, exact (applied last).
+    /// The cap, exact.
     pub(super) max_u64: u64,
+    /// The cap applied after jitter: `max_u64`, or `u64::MAX` where the cap
+    /// does not hold after jitter (no branch per delay).
+    pub(super) post_cap: u64,
+    /// The largest `retries` that still gets a delay, plus one: `max_attempts
+    /// - 1`, or more than any `u32` without a limit.
+    pub(super) retry_limit: u64,
+    /// Whether the floor or `post_cap` can change a jittered delay (a floor
+    /// is set, or the jitter can exceed the cap that holds after it).
+    pub(super) clamp_after_jitter: bool,
+    /// `(initial, factor)` of the default shape, which `next_delay` takes
+    /// straight through (one test instead of one per setting): an
+    /// exponential curve with a whole multiplier, full jitter, and nothing
+    /// else to apply (no floor, no first-delay rule, no total limit).
+    pub(super) plain: Option<(u64, u64)>,
     /// The cap as a float (applied to the envelope).
     pub(super) max_ns: f64,
     pub(super) max_attempts: Option<u32>,
     pub(super) max_total: Option<Duration>,
+    /// `max_total` in nanoseconds, saturating at `u64::MAX` (as the total does).
+    pub(super) total_limit: Option<u64>,
     pub(super) seed: Option<u64>,
 }
 
@@ -201,20 +252,24 @@ impl Backoff {
     /// ```
     pub const DEFAULT: Self = Self {
         kind: Kind::Exponential,
-        curve: Curve::Exponential {
-            initial: 100_000_000.0,
-            multiplier: 2.0,
+        curve: Curve::ExponentialWhole {
+            initial: 100_000_000,
+            factor: 2,
         },
         jitter: Jitter::Full,
-        jitter_ab: Jitter::Full.affine(),
-        jitter_draws: true,
+        jitter_fx: Jitter::Full.fixed_point(),
         base_first: false,
         cap_after_jitter: true,
         min_ns: 0,
         max_u64: 10_000_000_000,
+        post_cap: 10_000_000_000,
+        retry_limit: u64::MAX,
+        clamp_after_jitter: false,
+        plain: Some((100_000_000, 2)),
         max_ns: 10_000_000_000.0,
         max_attempts: None,
         max_total: None,
+        total_limit: None,
         seed: None,
     };
 
@@ -226,15 +281,19 @@ impl Backoff {
             multiplier: 1.6,
         },
         jitter: Jitter::Proportional(0.2),
-        jitter_ab: Jitter::Proportional(0.2).affine(),
-        jitter_draws: true,
+        jitter_fx: Jitter::Proportional(0.2).fixed_point(),
         base_first: true,
         cap_after_jitter: false,
         min_ns: 0,
         max_u64: 120_000_000_000,
+        post_cap: u64::MAX,
+        retry_limit: u64::MAX,
+        clamp_after_jitter: false,
+        plain: None,
         max_ns: 120_000_000_000.0,
         max_attempts: None,
         max_total: None,
+        total_limit: None,
         seed: None,
     };
 
@@ -285,7 +344,9 @@ impl Backoff {
     #[must_use]
     pub fn initial(&self) -> Duration {
         match self.curve {
-            Curve::Shift { initial, .. } => Duration::from_nanos(initial),
+            Curve::Shift { initial, .. } | Curve::ExponentialWhole { initial, .. } => {
+                Duration::from_nanos(initial)
+            }
             Curve::Constant { interval: v }
             | Curve::Linear { base: v, .. }
             | Curve::Exponential { initial: v, .. }
@@ -404,7 +465,18 @@ impl Backoff {
     #[inline(always)]
     pub(super) fn draw(&self, state: &mut ScheduleState, rng: &mut Rng) -> u64 {
         let step = state.step;
-        // The common curves first, tested in order (no jump table).
+        if let Curve::ExponentialWhole { initial, factor } = self.curve {
+            // The default curve: integers only.
+            let capped = exponential::envelope_int(initial, factor, self.max_u64, state);
+            let envelope = if !self.base_first || step > 0 {
+                self.jitter_fx.apply(capped, rng)
+            } else {
+                // grpc-go: the first delay is the base delay, exactly.
+                initial
+            };
+            return self.floor_and_cap(envelope);
+        }
+        // The other common curves, tested in order (no jump table).
         let envelope = if let Curve::Exponential {
             initial,
             multiplier,
@@ -414,32 +486,62 @@ impl Backoff {
         } else if let Curve::Constant { interval } = self.curve {
             interval
         } else {
-            match self.other_envelope(state, rng) {
+            // On copies of the state and the generator: the caller's never
+            // escape into a call, so they can stay in registers on the
+            // common paths.
+            let (envelope, next, next_rng) = self.other_envelope(*state, rng.clone());
+            *state = next;
+            *rng = next_rng;
+            match envelope {
                 Ok(envelope) => envelope,
                 Err(done) => return done,
             }
         };
-        if !self.base_first || step > 0 {
-            // `min` maps NaN to the cap.
-            let capped = envelope.min(self.max_ns);
-            let jittered = if self.jitter_draws {
-                let (a, b) = self.jitter_ab;
-                capped * (a + b * rng.unit_f64())
+        let envelope = if !self.base_first || step > 0 {
+            // Not `f64::min`: this maps NaN to the cap too, in one instruction.
+            let capped = if envelope < self.max_ns {
+                envelope
             } else {
-                capped
+                self.max_ns
             };
-            self.clamp(jittered)
+            // `max_ns` may round above the exact cap.
+            let capped = ns_u64_nonneg(capped).min(self.max_u64);
+            self.jitter_fx.apply(capped, rng)
         } else {
             // grpc-go: the first delay is the base delay, exactly.
-            self.clamp(envelope)
+            ns_u64(envelope)
+        };
+        self.floor_and_cap(envelope)
+    }
+
+    /// The floor, then the cap where it holds after jitter; skipped (one
+    /// predictable branch) when the build found them no-ops: no floor, and
+    /// a jitter that cannot take the capped envelope above the cap.
+    #[inline(always)]
+    fn floor_and_cap(&self, ns: u64) -> u64 {
+        if self.clamp_after_jitter {
+            ns.max(self.min_ns).min(self.post_cap)
+        } else {
+            ns
         }
     }
 
     /// The envelope of the other curves (`Ok`), or the finished delay of
     /// those whose randomness is their own (`Err`). Out of line, so that the
-    /// hot path (exponential and constant) stays small enough to inline.
+    /// hot path (exponential and constant) stays small enough to inline;
+    /// returns the updated state and generator.
     #[inline(never)]
-    fn other_envelope(&self, state: &mut ScheduleState, rng: &mut Rng) -> Result<f64, u64> {
+    fn other_envelope(
+        &self,
+        mut state: ScheduleState,
+        mut rng: Rng,
+    ) -> (Result<f64, u64>, ScheduleState, Rng) {
+        let envelope = self.other_envelope_in(&mut state, &mut rng);
+        (envelope, state, rng)
+    }
+
+    #[inline(always)]
+    fn other_envelope_in(&self, state: &mut ScheduleState, rng: &mut Rng) -> Result<f64, u64> {
         let step = state.step;
         Ok(match self.curve {
             Curve::Constant { interval } => interval,
@@ -448,6 +550,9 @@ impl Backoff {
                 initial,
                 multiplier,
             } => exponential::envelope(initial, multiplier, state),
+            Curve::ExponentialWhole { initial, factor } => {
+                exponential::envelope_int(initial, factor, self.max_u64, state) as f64
+            }
             Curve::Shift { initial, shift } => shift::envelope(initial, shift, step),
             Curve::Fibonacci { initial } => fibonacci::envelope(initial, self.max_ns, state),
             Curve::Decorrelated { base } => {
@@ -466,61 +571,40 @@ impl Backoff {
     /// floor, then the cap where it holds after jitter; exact in integers.
     #[inline(always)]
     fn clamp(&self, ns: f64) -> u64 {
-        let floored = (ns as u64).max(self.min_ns);
-        if self.cap_after_jitter {
-            floored.min(self.max_u64)
-        } else {
-            floored
-        }
+        ns_u64(ns).max(self.min_ns).min(self.post_cap)
     }
 }
 
 impl Schedule for Backoff {
     #[inline]
     fn next_delay(&self, state: &mut ScheduleState, rng: &mut Rng) -> Option<Duration> {
-        if let Some(max) = self.max_attempts
-            && u64::from(state.retries) + 1 >= u64::from(max)
-        {
+        if u64::from(state.retries) >= self.retry_limit {
             return None;
         }
-        let remaining = match self.max_total {
+        if let Some((initial, factor)) = self.plain {
+            // The default shape, straight through (same result as below).
+            let capped = exponential::envelope_int(initial, factor, self.max_u64, state);
+            let ns = mul_high(rng.next_u64(), capped);
+            state.record_ns(ns);
+            return Some(Duration::from_nanos(ns));
+        }
+        let remaining = match self.total_limit {
             Some(limit) => {
-                let left = limit.saturating_sub(state.total);
-                if left.is_zero() {
+                let left = limit.saturating_sub(state.total_ns);
+                if left == 0 {
                     return None;
                 }
-                Some(left)
+                left
             }
-            None => None,
+            None => u64::MAX,
         };
-        let mut delay = Duration::from_nanos(self.draw(state, rng));
-        if let Some(left) = remaining {
-            delay = delay.min(left);
-        }
-        state.retries = state.retries.saturating_add(1);
-        state.step = state.step.saturating_add(1);
-        state.prev = delay;
-        state.total = add_saturating(state.total, delay);
-        Some(delay)
+        let ns = self.draw(state, rng).min(remaining);
+        state.record_ns(ns);
+        Some(Duration::from_nanos(ns))
     }
 
     fn seed(&self) -> Option<u64> {
         self.seed
-    }
-}
-
-/// `a + b`, saturating at `Duration::MAX`, without a branch on the carry of
-/// the nanoseconds (jittered delays make that branch unpredictable).
-/// `b` is a delay (at most `u64::MAX` ns, about 1.8e10 s), so
-/// `b.as_secs() + 1` cannot overflow.
-#[inline(always)]
-fn add_saturating(a: Duration, b: Duration) -> Duration {
-    let nanos = a.subsec_nanos() + b.subsec_nanos();
-    let carry = u32::from(nanos >= 1_000_000_000);
-    let nanos = nanos - carry * 1_000_000_000;
-    match a.as_secs().checked_add(b.as_secs() + u64::from(carry)) {
-        Some(secs) => Duration::new(secs, nanos),
-        None => Duration::MAX,
     }
 }
 
@@ -542,6 +626,10 @@ impl fmt::Debug for Backoff {
             } => {
                 s.field("initial", &duration_from_nanos(initial));
                 s.field("multiplier", &multiplier);
+            }
+            Curve::ExponentialWhole { initial, factor } => {
+                s.field("initial", &Duration::from_nanos(initial));
+                s.field("multiplier", &(factor as f64));
             }
             Curve::Shift { initial, shift } => {
                 s.field("initial", &Duration::from_nanos(initial));
@@ -727,7 +815,9 @@ impl BackoffBuilder {
     );
     setter!(
         /// The limit on the sum of the delays: the last delay is clipped so
-        /// the sum never exceeds it, then the schedule ends.
+        /// the sum never exceeds it, then the schedule ends. The sum is kept
+        /// in nanoseconds and saturates at `u64::MAX` (about 584 years), so a
+        /// longer limit acts as that one.
         ///
         /// ```
         /// use std::time::Duration;
@@ -879,6 +969,7 @@ impl BackoffBuilder {
             ));
         }
 
+        let cap_after_jitter = !matches!(kind, Kind::GrpcGo | Kind::GrpcA6);
         let curve = match kind {
             Kind::Constant => Curve::Constant { interval: initial },
             Kind::Linear => Curve::Linear {
@@ -886,9 +977,17 @@ impl BackoffBuilder {
                 step: nanos(self.step.unwrap_or(ms(1000))),
             },
             Kind::Exponential | Kind::GrpcGo | Kind::GrpcA6 | Kind::GrpcA6Legacy => {
-                Curve::Exponential {
-                    initial,
-                    multiplier,
+                if (1.0..=MAX_WHOLE_FACTOR).contains(&multiplier) && multiplier.fract() == 0.0 {
+                    // Checked above: a whole number in [1, 2^32], exact.
+                    Curve::ExponentialWhole {
+                        initial: nanos_u64(self.initial.unwrap_or(default_initial)),
+                        factor: multiplier as u64,
+                    }
+                } else {
+                    Curve::Exponential {
+                        initial,
+                        multiplier,
+                    }
                 }
             }
             Kind::ShiftExponential => Curve::Shift {
@@ -899,19 +998,36 @@ impl BackoffBuilder {
             Kind::Decorrelated => Curve::Decorrelated { base: initial },
             Kind::DecorrelatedV2 => Curve::DecorrelatedV2 { median: initial },
         };
+        let clamp_after_jitter = min_ns > 0 || (cap_after_jitter && jitter.max_factor() > 1.0);
+        let plain = match curve {
+            Curve::ExponentialWhole { initial, factor }
+                if jitter == Jitter::Full
+                    && kind != Kind::GrpcGo
+                    && !clamp_after_jitter
+                    && self.max_total_delay.is_none() =>
+            {
+                Some((initial, factor))
+            }
+            _ => None,
+        };
         Ok(Backoff {
             kind,
             curve,
             jitter,
-            jitter_ab: jitter.affine(),
-            jitter_draws: jitter != Jitter::None,
+            jitter_fx: jitter.fixed_point(),
             base_first: kind == Kind::GrpcGo,
-            cap_after_jitter: !matches!(kind, Kind::GrpcGo | Kind::GrpcA6),
+            cap_after_jitter,
             min_ns,
             max_u64,
+            post_cap: if cap_after_jitter { max_u64 } else { u64::MAX },
+            retry_limit: self.max_attempts.map_or(u64::MAX, |m| u64::from(m) - 1),
+            // The jittered envelope is at most `max_u64 * max_factor`.
+            clamp_after_jitter,
+            plain,
             max_ns,
             max_attempts: self.max_attempts,
             max_total: self.max_total_delay,
+            total_limit: self.max_total_delay.map(nanos_u64),
             seed: self.seed,
         })
     }

@@ -49,7 +49,7 @@ impl<S: Schedule> Delays<S> {
     /// let mut d = steadfast::Backoff::constant(std::time::Duration::from_secs(1)).build()?.delays();
     /// d.next();
     /// d.next();
-    /// assert_eq!(d.state().total, std::time::Duration::from_secs(2));
+    /// assert_eq!(d.state().total(), std::time::Duration::from_secs(2));
     /// # Ok::<(), steadfast::ConfigError>(())
     /// ```
     pub fn state(&self) -> &ScheduleState {

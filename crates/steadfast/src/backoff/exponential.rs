@@ -1,7 +1,7 @@
 //! Exponential backoff: `initial * multiplier^n`, capped.
 
 use super::builder::{BackoffBuilder, Kind};
-use super::{Backoff, ScheduleState};
+use super::{Backoff, ScheduleState, UNKNOWN_NS};
 
 impl Backoff {
     /// An exponential schedule: delay `n` (0-based) is
@@ -36,6 +36,30 @@ pub(super) fn envelope(initial: f64, multiplier: f64, state: &mut ScheduleState)
     };
     state.mem = env;
     env
+}
+
+/// The envelope at `state.step` of a curve whose multiplier is a whole
+/// number (`factor >= 1`, as 2 is), capped at `max`, in exact integer
+/// nanoseconds: `min(initial * factor^step, max)`, saturating. Remembered in
+/// `state.mem_ns` (capping the memory changes nothing, as `factor >= 1`),
+/// so the next step is one multiplication and one comparison.
+#[inline(always)]
+pub(super) fn envelope_int(initial: u64, factor: u64, max: u64, state: &mut ScheduleState) -> u64 {
+    let env = if state.step == 0 {
+        initial.min(max)
+    } else if state.mem_ns != UNKNOWN_NS {
+        state.mem_ns.saturating_mul(factor).min(max)
+    } else {
+        closed_form_int(initial, factor, state.step).min(max)
+    };
+    state.mem_ns = env;
+    env
+}
+
+/// `initial * factor^step`, saturating at `u64::MAX`.
+#[cold]
+pub(super) fn closed_form_int(initial: u64, factor: u64, step: u32) -> u64 {
+    initial.saturating_mul(factor.checked_pow(step).unwrap_or(u64::MAX))
 }
 
 /// `initial * multiplier^step` without NaN (`0 * inf` is 0 here).
@@ -87,6 +111,97 @@ mod tests {
         let d: Vec<_> = b.delays().take(5).collect();
         assert_eq!(d[0], Duration::from_millis(100));
         assert!(d[2..].iter().all(|x| *x == Duration::from_nanos(u64::MAX)));
+    }
+
+    #[test]
+    fn whole_multipliers_are_exact_and_match_the_float_curve() {
+        // A whole multiplier takes the integer curve; 2.000001 the float one.
+        // Below 2^53 ns both are exact, so they agree to the nanosecond
+        // before jitter (the float one may be below by the rounding of the
+        // near-2 multiplier, which we bound).
+        for (initial, max) in [(100_000_000u64, 10_000_000_000u64), (7, u64::MAX >> 11)] {
+            let int = Backoff::exponential()
+                .initial(Duration::from_nanos(initial))
+                .max_delay(Duration::from_nanos(max))
+                .jitter(Jitter::None)
+                .build()
+                .unwrap();
+            let mut s = ScheduleState::new();
+            let mut rng = Rng::with_seed(0);
+            for step in 0..80u32 {
+                let want = u128::from(initial)
+                    .saturating_mul(1u128.checked_shl(step).unwrap_or(u128::MAX))
+                    .min(u128::from(max));
+                let got = int.next_delay(&mut s, &mut rng).unwrap();
+                assert_eq!(got.as_nanos(), want, "step {step}");
+                assert_eq!(
+                    int.delay_at(step, &mut rng),
+                    got,
+                    "closed form, step {step}"
+                );
+            }
+        }
+        let float = Backoff::exponential()
+            .multiplier(3.5)
+            .jitter(Jitter::None)
+            .build()
+            .unwrap();
+        let ms: Vec<u128> = float.delays().take(5).map(|d| d.as_millis()).collect();
+        assert_eq!(ms, [100, 350, 1225, 4287, 10_000]);
+    }
+
+    #[test]
+    fn whole_multiplier_saturates_for_any_step() {
+        let b = Backoff::exponential()
+            .multiplier(3.0)
+            .max_delay(Duration::MAX)
+            .jitter(Jitter::None)
+            .build()
+            .unwrap();
+        let max = Duration::from_nanos(u64::MAX);
+        assert_eq!(b.delay_at(u32::MAX, &mut Rng::with_seed(0)), max);
+        let d: Vec<_> = b.delays().take(60).collect();
+        assert_eq!(d[1], Duration::from_millis(300));
+        assert!(d[40..].iter().all(|x| *x == max));
+        let mut s = ScheduleState::at_step(u32::MAX - 1);
+        assert_eq!(b.next_delay(&mut s, &mut Rng::with_seed(0)), Some(max));
+        assert_eq!(b.next_delay(&mut s, &mut Rng::with_seed(0)), Some(max));
+    }
+
+    #[test]
+    fn the_default_shape_takes_the_same_path_as_any_other() {
+        // The default shape has a straight path in `next_delay`; a total
+        // limit no call can reach turns it off without changing a delay.
+        for multiplier in [1.0, 2.0, 3.0] {
+            let plain = Backoff::exponential()
+                .multiplier(multiplier)
+                .max_attempts(40)
+                .build()
+                .unwrap();
+            let general = Backoff::exponential()
+                .multiplier(multiplier)
+                .max_attempts(40)
+                .max_total_delay(Duration::MAX)
+                .build()
+                .unwrap();
+            assert!(plain.plain.is_some() && general.plain.is_none());
+            for seed in 0..50 {
+                let (mut a, mut b) = (ScheduleState::new(), ScheduleState::new());
+                let (mut ra, mut rb) = (Rng::with_seed(seed), Rng::with_seed(seed));
+                for _ in 0..40 {
+                    let d = plain.next_delay(&mut a, &mut ra);
+                    assert_eq!(d, general.next_delay(&mut b, &mut rb));
+                    assert_eq!(a, b);
+                }
+                // Far along the curve (retries within the limit): the closed form.
+                let mut s = ScheduleState::new();
+                s.step = u32::MAX - 1;
+                let mut r = Rng::with_seed(seed);
+                let d = plain.next_delay(&mut s, &mut r).unwrap();
+                assert!(d < Duration::from_secs(10));
+                assert_eq!(s.step, u32::MAX);
+            }
+        }
     }
 
     #[test]

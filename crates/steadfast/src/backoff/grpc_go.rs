@@ -60,7 +60,12 @@ mod tests {
             let mut rng = Rng::with_seed(u64::from(retries));
             let mut copy = rng.clone();
             let got = b.delay_at(retries, &mut rng).as_nanos() as f64;
-            let u = if retries == 0 { 0.5 } else { copy.unit_f64() };
+            // The unit draw behind the jitter: the next raw word, over 2^64.
+            let u = if retries == 0 {
+                0.5
+            } else {
+                copy.next_u64() as f64 / 18_446_744_073_709_551_616.0
+            };
             let want = reference(retries, u);
             assert!(
                 (got - want).abs() <= want * 1e-9 + 1.0,

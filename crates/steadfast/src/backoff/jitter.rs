@@ -18,6 +18,20 @@ use crate::{ConfigError, Rng};
 /// ±20 %. A floor below the jittered value (pester's 1 ms, for example) is the
 /// builder's [`min_delay`](crate::backoff::BackoffBuilder::min_delay).
 ///
+/// # Exact form
+///
+/// The built-in schedules apply a jitter in whole nanoseconds, from one raw
+/// 64-bit word `r` of the call's [`Rng`] (`U = r / 2^64`, uniform in
+/// `[0, 1)` with 64 bits): `Full` gives `floor(v * r / 2^64)`; `Equal` and
+/// `Proportional(f)` give `floor(v * F / 2^62)` with the factor
+/// `F = A + floor(r * B / 2^64)` in 2.62 fixed point, `A = floor((1 - f) * 2^62)`
+/// and `B = floor(2f * 2^62)` (`Equal`: `A = B = 2^61`), saturating at
+/// `u64::MAX`.
+/// `None` draws nothing. So a seeded schedule gives the same delays on every
+/// platform, and no float is involved after the envelope. [`Jitter::apply`]
+/// draws from the same distribution for a float envelope (from a float draw,
+/// [`Rng::unit_f64`]), as the gRPC connection backoff does.
+///
 /// Whether the cap (`max_delay`) holds after jitter depends on the schedule:
 /// it does for every schedule except those whose specification says the
 /// jitter may exceed it (gRFC A6, grpc-go and gRPC connection backoff), see
@@ -88,8 +102,8 @@ impl Jitter {
     }
 
     /// This jitter as an affine map of one uniform draw `U` in `[0, 1)`: the
-    /// delay is `v * (a + b * U)`. Schedules precompute it, so a delay costs
-    /// no dispatch on the kind of jitter.
+    /// delay is `v * (a + b * U)`. The built-in schedules precompute it, in
+    /// fixed point (see "Exact form" on [`Jitter`]).
     ///
     /// ```
     /// use steadfast::Jitter;
@@ -105,6 +119,27 @@ impl Jitter {
             Self::Proportional(f) => (1.0 - f, 2.0 * f),
             Self::Full => (0.0, 1.0),
             Self::Equal => (0.5, 0.5),
+        }
+    }
+
+    /// This jitter in the fixed-point form the built-in schedules use (see
+    /// "Exact form" on [`Jitter`]).
+    pub(super) const fn fixed_point(self) -> FixedJitter {
+        // `f` is within [0, 1] (checked by `validate` before any schedule is
+        // built); the products are then within [0, 2^63] and `as` truncates
+        // them (and would saturate anyway).
+        const ONE: f64 = (1u64 << 62) as f64;
+        match self {
+            Self::None => FixedJitter::None,
+            Self::Full => FixedJitter::Full,
+            Self::Equal => FixedJitter::Affine {
+                a: 1 << 61,
+                b: 1 << 61,
+            },
+            Self::Proportional(f) => FixedJitter::Affine {
+                a: ((1.0 - f) * ONE) as u64,
+                b: (2.0 * f * ONE) as u64,
+            },
         }
     }
 
@@ -137,6 +172,43 @@ impl Jitter {
             Self::Equal => 0.5,
         }
     }
+}
+
+/// A [`Jitter`] as the built-in schedules apply it: on whole nanoseconds,
+/// from one raw 64-bit random word, with no floating point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FixedJitter {
+    /// No draw: the envelope itself.
+    None,
+    /// `floor(v * r / 2^64)`: uniform in `[0, v)` (`0` for `v = 0`).
+    Full,
+    /// `floor(v * (a + floor(r * b / 2^64)) / 2^62)`, saturating at `u64::MAX`:
+    /// the factor `(a + b * U) / 2^62` in 2.62 fixed point.
+    Affine { a: u64, b: u64 },
+}
+
+impl FixedJitter {
+    /// Applies the jitter to the envelope `v` (whole nanoseconds), drawing
+    /// one word from `rng` unless it is `None`. No branch on the drawn word.
+    #[inline(always)]
+    pub(super) fn apply(self, v: u64, rng: &mut Rng) -> u64 {
+        if let Self::Full = self {
+            mul_high(rng.next_u64(), v)
+        } else if let Self::Affine { a, b } = self {
+            // a + b <= 2^63: no overflow.
+            let factor = a + mul_high(rng.next_u64(), b);
+            let product = (u128::from(v) * u128::from(factor)) >> 62;
+            u64::try_from(product).unwrap_or(u64::MAX)
+        } else {
+            v
+        }
+    }
+}
+
+/// `floor(x * y / 2^64)`: with `x` a uniform random word, uniform in `[0, y)`.
+#[inline(always)]
+pub(super) const fn mul_high(x: u64, y: u64) -> u64 {
+    ((x as u128 * y as u128) >> 64) as u64
 }
 
 #[cfg(test)]

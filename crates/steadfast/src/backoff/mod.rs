@@ -22,11 +22,16 @@
 //!
 //! # Cost
 //!
-//! `next_delay` keeps the unjittered envelope in the state (as `f64`
-//! nanoseconds) and multiplies it once per step: no `powf`, no
-//! `Duration::from_secs_f64`, no lock, no allocation; one random draw per
-//! jittered delay. Every conversion saturates: any step up to `u32::MAX`
-//! gives a valid delay, at most `u64::MAX` nanoseconds.
+//! `next_delay` keeps the unjittered envelope in the state and multiplies it
+//! once per step: no `powf`, no `Duration::from_secs_f64`, no lock, no
+//! allocation. An exponential curve with a whole multiplier (the default ×2)
+//! runs in exact integer nanoseconds; other multipliers keep the envelope as
+//! `f64` nanoseconds and convert it once per delay. The jitter takes one raw
+//! 64-bit random word and applies it with an integer multiply (full jitter:
+//! `floor(v * r / 2^64)`, see [`Jitter`]), the limits are precomputed
+//! integers, and the state counts in whole nanoseconds. Every step saturates:
+//! any step up to `u32::MAX` gives a valid delay, at most `u64::MAX`
+//! nanoseconds.
 //!
 //! ```
 //! use std::time::Duration;
@@ -89,10 +94,7 @@ pub use jitter::Jitter;
 /// impl Schedule for Twice {
 ///     fn next_delay(&self, state: &mut ScheduleState, _rng: &mut Rng) -> Option<Duration> {
 ///         let d = [10, 20].get(state.retries as usize).map(|ms| Duration::from_millis(*ms))?;
-///         state.retries += 1;
-///         state.step += 1;
-///         state.prev = d;
-///         state.total += d;
+///         state.record(d);
 ///         Some(d)
 ///     }
 /// }
@@ -133,7 +135,10 @@ impl<S: Schedule + ?Sized> Schedule for std::sync::Arc<S> {
 /// each call, and only once a call has failed.
 ///
 /// The public fields are what an executor reads (and what a simulator may
-/// set to jump ahead); the private part is curve-specific memory that makes
+/// set to jump ahead); the last delay and the running total are kept as
+/// whole nanoseconds (read them with [`prev`](Self::prev) and
+/// [`total`](Self::total), add to them with [`record`](Self::record)); the
+/// private part is curve-specific memory that makes
 /// the next step cheap (the unjittered envelope of a multiplicative curve,
 /// the two last terms of a Fibonacci one, the internal term of decorrelated
 /// jitter V2). A state whose `step` was set by hand has no such memory: the
@@ -147,7 +152,8 @@ impl<S: Schedule + ?Sized> Schedule for std::sync::Arc<S> {
 /// let mut rng = Rng::with_seed(1);
 /// let first = backoff.next_delay(&mut state, &mut rng);
 /// assert_eq!(first, Some(std::time::Duration::from_millis(100)));
-/// assert_eq!((state.retries, state.step, state.prev), (1, 1, first.unwrap()));
+/// assert_eq!((state.retries, state.step, state.prev()), (1, 1, first.unwrap()));
+/// assert_eq!(state.total(), first.unwrap());
 /// # Ok::<(), steadfast::ConfigError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -157,16 +163,24 @@ pub struct ScheduleState {
     /// Position on the curve: the exponent of an exponential curve, the index
     /// of a Fibonacci one. Equal to `retries` until [`reset_curve`](Self::reset_curve).
     pub step: u32,
-    /// The last delay handed out (zero before the first).
-    pub prev: Duration,
-    /// The sum of the delays handed out (saturating).
-    pub total: Duration,
+    /// The last delay handed out, in nanoseconds (zero before the first).
+    pub(crate) prev_ns: u64,
+    /// The sum of the delays handed out, in nanoseconds (saturating).
+    pub(crate) total_ns: u64,
     /// Curve memory in nanoseconds (the last unjittered envelope, the last
     /// decorrelated sleep, the V2 term); negative when unknown.
     pub(crate) mem: f64,
     /// Second curve memory (the previous Fibonacci term); negative when unknown.
     pub(crate) mem2: f64,
+    /// Integer curve memory (the last capped envelope of an exponential curve
+    /// with a whole multiplier), in nanoseconds; [`UNKNOWN_NS`] when unknown.
+    pub(crate) mem_ns: u64,
 }
+
+/// `ScheduleState::mem_ns` when unknown. A real envelope can equal it only
+/// when the cap is `u64::MAX` ns and reached: the closed form then gives the
+/// same value, so taking it as unknown is never wrong.
+pub(crate) const UNKNOWN_NS: u64 = u64::MAX;
 
 impl Default for ScheduleState {
     fn default() -> Self {
@@ -179,17 +193,18 @@ impl ScheduleState {
     ///
     /// ```
     /// let state = steadfast::ScheduleState::new();
-    /// assert_eq!((state.retries, state.step, state.total), (0, 0, std::time::Duration::ZERO));
+    /// assert_eq!((state.retries, state.step, state.total()), (0, 0, std::time::Duration::ZERO));
     /// ```
     #[must_use]
     pub const fn new() -> Self {
         Self {
             retries: 0,
             step: 0,
-            prev: Duration::ZERO,
-            total: Duration::ZERO,
+            prev_ns: 0,
+            total_ns: 0,
             mem: -1.0,
             mem2: -1.0,
+            mem_ns: UNKNOWN_NS,
         }
     }
 
@@ -213,6 +228,60 @@ impl ScheduleState {
         state
     }
 
+    /// The last delay handed out (zero before the first, and after
+    /// [`reset_curve`](Self::reset_curve)).
+    ///
+    /// ```
+    /// let state = steadfast::ScheduleState::new();
+    /// assert_eq!(state.prev(), std::time::Duration::ZERO);
+    /// ```
+    #[must_use]
+    pub const fn prev(&self) -> Duration {
+        Duration::from_nanos(self.prev_ns)
+    }
+
+    /// The sum of the delays handed out, saturating at `u64::MAX`
+    /// nanoseconds (about 584 years).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let mut state = steadfast::ScheduleState::new();
+    /// state.record(Duration::from_secs(1));
+    /// state.record(Duration::from_millis(500));
+    /// assert_eq!(state.total(), Duration::from_millis(1500));
+    /// ```
+    #[must_use]
+    pub const fn total(&self) -> Duration {
+        Duration::from_nanos(self.total_ns)
+    }
+
+    /// Records a delay handed out by a schedule of one's own (or a wait
+    /// taken instead of one, such as a server's hint): one more retry, one
+    /// more step on the curve, `delay` as the last delay and added to the
+    /// total. Delays saturate at `u64::MAX` nanoseconds, as the built-in
+    /// schedules' do.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let mut state = steadfast::ScheduleState::new();
+    /// state.record(Duration::from_millis(20));
+    /// assert_eq!((state.retries, state.step), (1, 1));
+    /// assert_eq!((state.prev(), state.total()), (Duration::from_millis(20), Duration::from_millis(20)));
+    /// ```
+    pub fn record(&mut self, delay: Duration) {
+        let ns = u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX);
+        self.record_ns(ns);
+    }
+
+    /// [`record`](Self::record) in whole nanoseconds: the built-in schedules' bookkeeping.
+    #[inline(always)]
+    pub(crate) fn record_ns(&mut self, ns: u64) {
+        self.retries = self.retries.saturating_add(1);
+        self.step = self.step.saturating_add(1);
+        self.prev_ns = ns;
+        self.total_ns = self.total_ns.saturating_add(ns);
+    }
+
     /// Starts the curve over (after a server hint, or a connection accepted),
     /// keeping the count of retries and the total delay.
     ///
@@ -229,8 +298,9 @@ impl ScheduleState {
     /// ```
     pub fn reset_curve(&mut self) {
         self.step = 0;
-        self.prev = Duration::ZERO;
+        self.prev_ns = 0;
         self.mem = -1.0;
         self.mem2 = -1.0;
+        self.mem_ns = UNKNOWN_NS;
     }
 }

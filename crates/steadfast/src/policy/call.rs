@@ -178,10 +178,10 @@ impl<S: Schedule> RetryPolicy<S> {
         });
         let delay = match hint {
             Some(hint) => {
-                let s = schedule;
-                s.retries = s.retries.saturating_add(1);
-                s.total = s.total.saturating_add(hint);
-                s.reset_curve();
+                // One more retry and the hint added to the total; the
+                // curve starts over.
+                schedule.record(hint);
+                schedule.reset_curve();
                 hint
             }
             None => match self.schedule.next_delay(schedule, rng) {

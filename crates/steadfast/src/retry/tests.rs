@@ -23,9 +23,7 @@ struct Fixed(Vec<Duration>);
 impl Schedule for Fixed {
     fn next_delay(&self, state: &mut ScheduleState, _: &mut Rng) -> Option<Duration> {
         let d = *self.0.get(state.retries as usize)?;
-        state.retries += 1;
-        state.prev = d;
-        state.total += d;
+        state.record(d);
         Some(d)
     }
 }
