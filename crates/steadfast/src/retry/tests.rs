@@ -437,6 +437,18 @@ async fn async_attempts_happen_at_the_scheduled_instants() {
     assert_eq!(*times.lock().unwrap(), [secs(0), secs(1), secs(3)]);
 }
 
+/// Cancels `token` after `delay` on tokio's clock; the task returns the
+/// instant of the cancel.
+#[cfg(feature = "tokio")]
+fn cancel_after(token: &CancelToken, delay: Duration) -> tokio::task::JoinHandle<Instant> {
+    let token = token.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(delay).await;
+        token.cancel();
+        TokioClock.now()
+    })
+}
+
 #[cfg(feature = "tokio")]
 #[tokio::test(start_paused = true)]
 async fn async_cancel_mid_sleep_returns_in_the_same_instant() {
@@ -446,14 +458,7 @@ async fn async_cancel_mid_sleep_returns_in_the_same_instant() {
         .retry(&policy)
         .cancel_on(token.clone())
         .into_future();
-    let handle = tokio::spawn({
-        let token = token.clone();
-        async move {
-            tokio::time::sleep(secs(10)).await;
-            token.cancel();
-            TokioClock.now()
-        }
-    });
+    let handle = cancel_after(&token, secs(10));
     let err = fut.await.unwrap_err();
     let returned_at = TokioClock.now();
     let cancelled_at = handle.await.unwrap();
@@ -478,14 +483,7 @@ async fn async_cancel_during_the_first_attempt_stops_at_once() {
     .retry(&policy)
     .cancel_on(token.clone())
     .into_future();
-    let handle = tokio::spawn({
-        let token = token.clone();
-        async move {
-            tokio::time::sleep(secs(10)).await;
-            token.cancel();
-            TokioClock.now()
-        }
-    });
+    let handle = cancel_after(&token, secs(10));
     let err = fut.await.unwrap_err();
     let returned_at = TokioClock.now();
     assert_eq!(returned_at, handle.await.unwrap());
