@@ -41,13 +41,19 @@ const RETRIES: Counter = Counter::B;
 /// in steps of `ttl / 10`. Time comes from the injected [`Clock`], so tests
 /// and the simulator run on virtual time.
 ///
-/// **Concurrency.** A withdrawal first looks (read-only) whether a retry's
-/// worth is left, then counts the retry, checks the balance including it and
-/// every racing withdrawal, and takes it back if the balance went negative.
-/// Two racing withdrawals can therefore both see each other and both be
-/// refused when only one retry was left (conservative), but the budget never
-/// grants more than it holds. Records are ignored: the budget counts calls
-/// and retries, not outcomes.
+/// **Concurrency.** Each operation reads the clock once. A withdrawal first
+/// looks (read-only) whether a retry's worth is left, then counts the retry
+/// with one compare-and-swap on the current slot's retry counter, whose
+/// result includes every racing withdrawal counted before it, and checks the
+/// balance again with that count; if the balance went negative it takes the
+/// retry back. Two racing withdrawals can therefore both see each other and
+/// both be refused when only one retry was left (conservative), but the
+/// budget never grants more than it holds. Only a refunded deposit can lower
+/// the balance otherwise: refunds of deposits are bracketed by a counter
+/// that a withdrawal reads before its look and after its count, and a
+/// withdrawal that saw it move (or that landed in a slot a later epoch had
+/// already recycled) sums the whole window again instead. Records are
+/// ignored: the budget counts calls and retries, not outcomes.
 ///
 /// ```
 /// use std::time::Duration;
@@ -83,6 +89,10 @@ pub struct RetryBudget<C: Clock = SystemClock> {
     /// 1 + the epoch of the last refusal (0: never).
     last_refusal: AtomicU64,
     refusals: AtomicU64,
+    /// Incremented before and after every refund of a deposit (the only
+    /// change other than a withdrawal that lowers the balance): odd while
+    /// one is in flight. See `allow_retry`.
+    refunds: AtomicU64,
 }
 
 /// Builds a [`RetryBudget`]; see [`RetryBudget::builder`].
@@ -184,9 +194,10 @@ impl<C: Clock> RetryBudget<C> {
         )
     }
 
+    /// The one clock read of an operation.
     #[inline]
     fn epoch(&self) -> u64 {
-        self.window.epoch(self.clock.now())
+        self.window.current(self.clock.now())
     }
 
     #[inline]
@@ -300,6 +311,7 @@ impl RetryBudgetBuilder {
             flag: RefusingFlag::new(),
             last_refusal: AtomicU64::new(0),
             refusals: AtomicU64::new(0),
+            refunds: AtomicU64::new(0),
         })
     }
 }
@@ -323,15 +335,29 @@ impl<C: Clock> RetryControl for RetryBudget<C> {
     #[inline]
     fn allow_retry(&self) -> Result<(), Refusal> {
         let epoch = self.epoch();
+        let refunds = self.refunds.load(Ordering::SeqCst);
         // A read-only look first: an empty budget (the usual state while it
         // refuses) is refused without writing to the shared counters.
-        let (requests, retries) = self.window.sums(epoch);
+        let (requests, retries, current) = self.window.sums_and_current_b(epoch);
         if self.balance(requests, retries) >= WITHDRAWAL {
             let stamp = self.window.add(epoch, RETRIES);
-            // Check again including this withdrawal and every racing one,
-            // summing at the epoch the withdrawal actually landed in.
-            let (requests, retries) = self.window.sums(stamp.epoch());
-            if self.balance(requests, retries) >= 0 {
+            let fast = stamp.epoch() == epoch & 0xFFFF_FFFF
+                && refunds % 2 == 0
+                && self.refunds.load(Ordering::SeqCst) == refunds;
+            let balance = if fast {
+                // Since the look, only withdrawals in this slot can have
+                // lowered the balance (deposits raise it, expiry is fixed by
+                // the epoch, refunds of deposits would have moved
+                // `refunds`), and the CAS's count includes every one that
+                // came before this one.
+                self.balance(requests, retries - current + stamp.count())
+            } else {
+                // Check again including this withdrawal and every racing
+                // one, summing at the epoch the withdrawal actually landed in.
+                let (requests, retries) = self.window.sums(stamp.epoch());
+                self.balance(requests, retries)
+            };
+            if balance >= 0 {
                 self.note(false, epoch);
                 return Ok(());
             }
@@ -346,11 +372,18 @@ impl<C: Clock> RetryControl for RetryBudget<C> {
     /// control refused it) or a withdrawal (the retry was not sent), from the
     /// most recent slot of the window that holds one.
     fn refund(&self, grant: Grant) {
-        let which = match grant {
-            Grant::Admit => REQUESTS,
-            Grant::Retry => RETRIES,
-        };
-        self.window.take_back(self.epoch(), which);
+        let epoch = self.epoch();
+        match grant {
+            Grant::Admit => {
+                // Lowers the balance: bracketed for `allow_retry`'s check.
+                self.refunds.fetch_add(1, Ordering::SeqCst);
+                self.window.take_back(epoch, REQUESTS);
+                self.refunds.fetch_add(1, Ordering::SeqCst);
+            }
+            Grant::Retry => {
+                self.window.take_back(epoch, RETRIES);
+            }
+        }
     }
 }
 

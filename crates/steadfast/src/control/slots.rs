@@ -51,12 +51,19 @@ impl Slot {
 pub(crate) struct Stamp {
     index: usize,
     tag: u64,
+    count: u64,
 }
 
 impl Stamp {
     /// The epoch (truncated to 32 bits) the increment was counted in.
     pub(crate) fn epoch(self) -> u64 {
         self.tag >> 32
+    }
+
+    /// The slot's count right after this increment: it includes every
+    /// increment of the same counter and slot that came before it.
+    pub(crate) fn count(self) -> u64 {
+        self.count
     }
 }
 
@@ -66,6 +73,8 @@ pub(crate) struct TimeWindow {
     start: Instant,
     width_nanos: u64,
     slots: Box<[Slot]>,
+    /// The latest epoch any caller of [`current`](Self::current) has seen.
+    latest: AtomicU64,
 }
 
 impl TimeWindow {
@@ -83,7 +92,30 @@ impl TimeWindow {
             start,
             width_nanos,
             slots,
+            latest: AtomicU64::new(0),
         }
+    }
+
+    /// The epoch to count an event at `now` in: `now`'s own, or the latest
+    /// epoch any caller has seen if that is later (a caller that read the
+    /// clock just before another one turned the slot counts in the new
+    /// slot, as [`add`](Self::add) would make it anyway). While the slot has
+    /// not turned this is one load and a multiplication; the division and a
+    /// `fetch_max` happen once per turn of the slot (per thread that sees it).
+    #[inline]
+    pub(crate) fn current(&self, now: Instant) -> u64 {
+        let since = now.saturating_duration_since(self.start);
+        let nanos = since
+            .as_secs()
+            .saturating_mul(1_000_000_000)
+            .saturating_add(u64::from(since.subsec_nanos()));
+        let latest = self.latest.load(Ordering::SeqCst);
+        // `latest <= u64::MAX / width_nanos`, so `latest + 1` cannot overflow.
+        if nanos < (latest + 1).saturating_mul(self.width_nanos) {
+            return latest;
+        }
+        let epoch = nanos / self.width_nanos;
+        self.latest.fetch_max(epoch, Ordering::SeqCst).max(epoch)
     }
 
     /// The epoch (slot number since `start`) of `now`.
@@ -117,6 +149,7 @@ impl TimeWindow {
                     return Stamp {
                         index: index as usize,
                         tag: current_tag,
+                        count: COUNT_MASK,
                     };
                 }
                 current + 1
@@ -128,6 +161,7 @@ impl TimeWindow {
                     return Stamp {
                         index: index as usize,
                         tag: new & !COUNT_MASK,
+                        count: new & COUNT_MASK,
                     };
                 }
                 Err(actual) => current = actual,
@@ -185,14 +219,29 @@ impl TimeWindow {
     /// The sums of both counters over the window ending at `epoch`.
     #[inline]
     pub(crate) fn sums(&self, epoch: u64) -> (u64, u64) {
+        let (a, b, _) = self.sums_and_current_b(epoch);
+        (a, b)
+    }
+
+    /// As [`sums`](Self::sums), and also the part of the `b` sum that the
+    /// slot of `epoch` itself holds, from the same reads.
+    #[inline]
+    pub(crate) fn sums_and_current_b(&self, epoch: u64) -> (u64, u64, u64) {
         let now_tag = epoch & COUNT_MASK;
         let mut a = 0u64;
         let mut b = 0u64;
-        for slot in &*self.slots {
+        let mut current_b = 0u64;
+        let current_index = (epoch % SLOTS) as usize;
+        for (index, slot) in self.slots.iter().enumerate() {
             a += in_window(slot.a.load(Ordering::SeqCst), now_tag);
-            b += in_window(slot.b.load(Ordering::SeqCst), now_tag);
+            let word = slot.b.load(Ordering::SeqCst);
+            let count = in_window(word, now_tag);
+            b += count;
+            if index == current_index && word >> 32 == now_tag {
+                current_b = count;
+            }
         }
-        (a, b)
+        (a, b, current_b)
     }
 }
 
