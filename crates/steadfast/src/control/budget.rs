@@ -4,7 +4,7 @@ use std::fmt;
 use std::time::Duration;
 
 use super::slots::{Counter, TimeWindow};
-use super::sync::{AtomicU64, Ordering};
+use super::sync::{AtomicI64, AtomicU64, Ordering};
 use super::{Grant, Outcome, Refusal, RefusingFlag, RetryControl, report_transition};
 use crate::ConfigError;
 use crate::clock::{Clock, SystemClock};
@@ -41,19 +41,24 @@ const RETRIES: Counter = Counter::B;
 /// in steps of `ttl / 10`. Time comes from the injected [`Clock`], so tests
 /// and the simulator run on virtual time.
 ///
-/// **Concurrency.** Each operation reads the clock once. A withdrawal first
-/// looks (read-only) whether a retry's worth is left, then counts the retry
-/// with one compare-and-swap on the current slot's retry counter, whose
-/// result includes every racing withdrawal counted before it, and checks the
-/// balance again with that count; if the balance went negative it takes the
-/// retry back. Two racing withdrawals can therefore both see each other and
+/// **Concurrency.** Each operation reads the clock once. A deposit is one
+/// compare-and-swap on the current slot's call counter. A withdrawal first
+/// looks (read-only) whether a retry's worth is left: the 9 past slots'
+/// contribution comes from a cache keyed by the epoch and a generation
+/// counter (summed again only when the slot turns or a past slot changes),
+/// the current slot's from its two counters. It then counts the retry with
+/// one compare-and-swap on the current slot's retry counter, whose result
+/// includes every racing withdrawal counted before it, checks the balance
+/// again with that count, and takes the retry back if the balance went
+/// negative. Two racing withdrawals can therefore both see each other and
 /// both be refused when only one retry was left (conservative), but the
-/// budget never grants more than it holds. Only a refunded deposit can lower
-/// the balance otherwise: refunds of deposits are bracketed by a counter
-/// that a withdrawal reads before its look and after its count, and a
-/// withdrawal that saw it move (or that landed in a slot a later epoch had
-/// already recycled) sums the whole window again instead. Records are
-/// ignored: the budget counts calls and retries, not outcomes.
+/// budget never grants more than it holds. The other changes that lower the
+/// balance (a refunded deposit) are bracketed by the generation counter,
+/// which a withdrawal reads before its look and after its count: if it
+/// moved, the withdrawal sums the whole window again. A withdrawal counted
+/// in a slot that turned meanwhile is taken back and tried once more in the
+/// new slot. Records are ignored: the budget counts calls and retries, not
+/// outcomes.
 ///
 /// ```
 /// use std::time::Duration;
@@ -89,10 +94,30 @@ pub struct RetryBudget<C: Clock = SystemClock> {
     /// 1 + the epoch of the last refusal (0: never).
     last_refusal: AtomicU64,
     refusals: AtomicU64,
-    /// Incremented before and after every refund of a deposit (the only
-    /// change other than a withdrawal that lowers the balance): odd while
-    /// one is in flight. See `allow_retry`.
-    refunds: AtomicU64,
+    /// The generation of the past slots' contents: incremented before and
+    /// after a change that lowers the balance other than a withdrawal in the
+    /// current slot (a refunded deposit), so odd while one is in flight, and
+    /// by 2 after any other change to a slot that may be past already (a
+    /// late deposit, a refunded or taken-back withdrawal). See `allow_retry`.
+    generation: AtomicU64,
+    /// `past_units` is the balance contribution (deposits − withdrawals, in
+    /// units) of the 9 slots before the epoch in `past_key`, read when
+    /// `past_key` was tagged with the generation in its low half; `BUSY`
+    /// while a thread rewrites it. Recomputed when the slot turns or the
+    /// generation moves.
+    past_key: AtomicU64,
+    past_units: AtomicI64,
+}
+
+/// `past_key` while being rewritten; never a real key (generations in keys
+/// are even).
+const BUSY: u64 = u64::MAX;
+/// `past_key` before the first computation; odd too.
+const NO_KEY: u64 = u64::MAX - 2;
+
+#[inline]
+fn past_key(epoch: u64, generation: u64) -> u64 {
+    (epoch << 32) | (generation & 0xFFFF_FFFF)
 }
 
 /// Builds a [`RetryBudget`]; see [`RetryBudget::builder`].
@@ -202,7 +227,104 @@ impl<C: Clock> RetryBudget<C> {
 
     #[inline]
     fn balance(&self, requests: u64, retries: u64) -> i128 {
-        self.reserve + self.deposit * i128::from(requests) - WITHDRAWAL * i128::from(retries)
+        self.reserve + self.units(requests, retries)
+    }
+
+    /// What `requests` deposits and `retries` withdrawals add to the balance.
+    #[inline]
+    fn units(&self, requests: u64, retries: u64) -> i128 {
+        self.deposit * i128::from(requests) - WITHDRAWAL * i128::from(retries)
+    }
+
+    /// The balance contribution of the 9 slots before `epoch`'s, as of
+    /// `generation` (read before this call): from the cache when it holds
+    /// exactly that, else summed (and cached for the next caller).
+    #[inline]
+    fn past_units(&self, epoch: u64, generation: u64) -> i128 {
+        let want = past_key(epoch, generation);
+        if self.past_key.load(Ordering::SeqCst) == want {
+            let units = self.past_units.load(Ordering::SeqCst);
+            // Unchanged around the read: `units` was written for `want`.
+            if self.past_key.load(Ordering::SeqCst) == want {
+                return i128::from(units);
+            }
+        }
+        self.sum_past_units(epoch, generation, want)
+    }
+
+    #[cold]
+    fn sum_past_units(&self, epoch: u64, generation: u64, want: u64) -> i128 {
+        let (requests, retries) = self.window.past_sums(epoch);
+        let units = self.units(requests, retries);
+        // Cache it, unless a change is in flight (odd generation), someone
+        // is writing the cache, or it was cached meanwhile. The past slots
+        // hold at most 9 · (2³² − 1) events each way, so `units` fits.
+        let key = self.past_key.load(Ordering::SeqCst);
+        if generation % 2 == 0
+            && key != BUSY
+            && key != want
+            && let Ok(stored) = i64::try_from(units)
+            && self
+                .past_key
+                .compare_exchange(key, BUSY, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+        {
+            self.past_units.store(stored, Ordering::SeqCst);
+            self.past_key.store(want, Ordering::SeqCst);
+        }
+        units
+    }
+
+    /// Makes the cached past be summed again (after a change that can only
+    /// raise the balance, so a reader that misses it is only conservative).
+    #[inline]
+    fn past_changed(&self) {
+        self.generation.fetch_add(2, Ordering::SeqCst);
+    }
+
+    /// Counts one withdrawal, if the balance allows it; `false` means
+    /// refused, `None` that the slot turned under it (taken back: try again).
+    #[inline]
+    fn try_withdraw(&self, epoch: u64) -> Option<bool> {
+        let generation = self.generation.load(Ordering::SeqCst);
+        let past = self.past_units(epoch, generation);
+        let (requests, retries) = self.window.counts_at(epoch);
+        // A read-only look first: an empty budget (the usual state while it
+        // refuses) is refused without writing to the shared counters.
+        if self.reserve + past + self.units(requests, retries) < WITHDRAWAL {
+            return Some(false);
+        }
+        let stamp = self.window.add(epoch, RETRIES);
+        if stamp.epoch() != epoch & 0xFFFF_FFFF || self.window.latest() != epoch {
+            // Counted in a slot that is no longer the current one, so maybe
+            // already left out of a cached past: take it back.
+            self.window.undo(stamp, RETRIES);
+            self.past_changed();
+            return None;
+        }
+        let unchanged =
+            generation % 2 == 0 && self.generation.load(Ordering::SeqCst) == generation;
+        let balance = if unchanged {
+            // Since the look, only withdrawals in this slot can have lowered
+            // the balance: deposits raise it, the past is fixed for this
+            // epoch and generation, and a refunded deposit would have moved
+            // the generation. The CAS's count includes every withdrawal in
+            // this slot that came before this one.
+            self.reserve + past + self.units(requests, stamp.count())
+        } else {
+            // A refund raced: sum the whole window, this withdrawal and
+            // every racing one included.
+            let (requests, retries) = self.window.sums(epoch);
+            self.balance(requests, retries)
+        };
+        if balance >= 0 {
+            return Some(true);
+        }
+        self.window.undo(stamp, RETRIES);
+        if self.window.latest() != epoch {
+            self.past_changed();
+        }
+        Some(false)
     }
 
     /// Tracks the refusing state: up on a refusal, down on the first grant
@@ -311,7 +433,9 @@ impl RetryBudgetBuilder {
             flag: RefusingFlag::new(),
             last_refusal: AtomicU64::new(0),
             refusals: AtomicU64::new(0),
-            refunds: AtomicU64::new(0),
+            generation: AtomicU64::new(0),
+            past_key: AtomicU64::new(NO_KEY),
+            past_units: AtomicI64::new(0),
         })
     }
 }
@@ -324,7 +448,12 @@ impl<C: Clock> RetryControl for RetryBudget<C> {
     /// Deposits one call; never refuses.
     #[inline]
     fn admit(&self) -> Result<(), Refusal> {
-        self.window.add(self.epoch(), REQUESTS);
+        let epoch = self.epoch();
+        let stamp = self.window.add(epoch, REQUESTS);
+        if stamp.epoch() != epoch & 0xFFFF_FFFF || self.window.latest() != epoch {
+            // Counted in a slot that may be in a cached past already.
+            self.past_changed();
+        }
         Ok(())
     }
 
@@ -334,34 +463,20 @@ impl<C: Clock> RetryControl for RetryBudget<C> {
 
     #[inline]
     fn allow_retry(&self) -> Result<(), Refusal> {
-        let epoch = self.epoch();
-        let refunds = self.refunds.load(Ordering::SeqCst);
-        // A read-only look first: an empty budget (the usual state while it
-        // refuses) is refused without writing to the shared counters.
-        let (requests, retries, current) = self.window.sums_and_current_b(epoch);
-        if self.balance(requests, retries) >= WITHDRAWAL {
-            let stamp = self.window.add(epoch, RETRIES);
-            let fast = stamp.epoch() == epoch & 0xFFFF_FFFF
-                && refunds % 2 == 0
-                && self.refunds.load(Ordering::SeqCst) == refunds;
-            let balance = if fast {
-                // Since the look, only withdrawals in this slot can have
-                // lowered the balance (deposits raise it, expiry is fixed by
-                // the epoch, refunds of deposits would have moved
-                // `refunds`), and the CAS's count includes every one that
-                // came before this one.
-                self.balance(requests, retries - current + stamp.count())
-            } else {
-                // Check again including this withdrawal and every racing
-                // one, summing at the epoch the withdrawal actually landed in.
-                let (requests, retries) = self.window.sums(stamp.epoch());
-                self.balance(requests, retries)
-            };
-            if balance >= 0 {
-                self.note(false, epoch);
-                return Ok(());
+        let now = self.clock.now();
+        let mut epoch = self.window.current(now);
+        // A second turn only when the slot turned between the look and the
+        // count (the same `now` then maps to the newer epoch).
+        let granted = match self.try_withdraw(epoch) {
+            Some(granted) => granted,
+            None => {
+                epoch = self.window.current(now);
+                self.try_withdraw(epoch).unwrap_or(false)
             }
-            self.window.undo(stamp, RETRIES);
+        };
+        if granted {
+            self.note(false, epoch);
+            return Ok(());
         }
         self.refusals.fetch_add(1, Ordering::Relaxed);
         self.note(true, epoch);
@@ -376,12 +491,15 @@ impl<C: Clock> RetryControl for RetryBudget<C> {
         match grant {
             Grant::Admit => {
                 // Lowers the balance: bracketed for `allow_retry`'s check.
-                self.refunds.fetch_add(1, Ordering::SeqCst);
+                self.generation.fetch_add(1, Ordering::SeqCst);
                 self.window.take_back(epoch, REQUESTS);
-                self.refunds.fetch_add(1, Ordering::SeqCst);
+                self.generation.fetch_add(1, Ordering::SeqCst);
             }
             Grant::Retry => {
-                self.window.take_back(epoch, RETRIES);
+                let back = self.window.take_back(epoch, RETRIES);
+                if back != Some(0) || self.window.latest() != epoch {
+                    self.past_changed();
+                }
             }
         }
     }

@@ -191,8 +191,9 @@ impl TimeWindow {
     }
 
     /// Takes back one event counted in the window at `epoch`: from the most
-    /// recent slot that still has one. Returns whether one was found.
-    pub(crate) fn take_back(&self, epoch: u64, which: Counter) -> bool {
+    /// recent slot that still has one. Returns how many slots before
+    /// `epoch`'s it was found in, or `None` when the window holds none.
+    pub(crate) fn take_back(&self, epoch: u64, which: Counter) -> Option<u64> {
         for back in 0..SLOTS {
             let Some(e) = epoch.checked_sub(back) else {
                 break;
@@ -208,40 +209,75 @@ impl TimeWindow {
                     Ordering::SeqCst,
                     Ordering::Acquire,
                 ) {
-                    Ok(_) => return true,
+                    Ok(_) => return Some(back),
                     Err(actual) => current = actual,
                 }
             }
         }
-        false
+        None
     }
 
     /// The sums of both counters over the window ending at `epoch`.
     #[inline]
     pub(crate) fn sums(&self, epoch: u64) -> (u64, u64) {
-        let (a, b, _) = self.sums_and_current_b(epoch);
-        (a, b)
-    }
-
-    /// As [`sums`](Self::sums), and also the part of the `b` sum that the
-    /// slot of `epoch` itself holds, from the same reads.
-    #[inline]
-    pub(crate) fn sums_and_current_b(&self, epoch: u64) -> (u64, u64, u64) {
         let now_tag = epoch & COUNT_MASK;
         let mut a = 0u64;
         let mut b = 0u64;
-        let mut current_b = 0u64;
-        let current_index = (epoch % SLOTS) as usize;
-        for (index, slot) in self.slots.iter().enumerate() {
+        for slot in &*self.slots {
             a += in_window(slot.a.load(Ordering::SeqCst), now_tag);
-            let word = slot.b.load(Ordering::SeqCst);
-            let count = in_window(word, now_tag);
-            b += count;
-            if index == current_index && word >> 32 == now_tag {
-                current_b = count;
-            }
+            b += in_window(slot.b.load(Ordering::SeqCst), now_tag);
         }
-        (a, b, current_b)
+        (a, b)
+    }
+
+    /// The sums of both counters over the slots of the window ending at
+    /// `epoch` other than `epoch`'s own (the `SLOTS - 1` before it).
+    pub(crate) fn past_sums(&self, epoch: u64) -> (u64, u64) {
+        let now_tag = epoch & COUNT_MASK;
+        let mut a = 0u64;
+        let mut b = 0u64;
+        for slot in &*self.slots {
+            a += in_past(slot.a.load(Ordering::SeqCst), now_tag);
+            b += in_past(slot.b.load(Ordering::SeqCst), now_tag);
+        }
+        (a, b)
+    }
+
+    /// Both counters of `epoch`'s own slot (0 if the slot still holds an
+    /// older epoch).
+    #[inline]
+    pub(crate) fn counts_at(&self, epoch: u64) -> (u64, u64) {
+        let slot = self.slot(epoch % SLOTS);
+        let tag = (epoch & COUNT_MASK) << 32;
+        let count = |word: u64| {
+            if word & !COUNT_MASK == tag {
+                word & COUNT_MASK
+            } else {
+                0
+            }
+        };
+        (
+            count(slot.a.load(Ordering::SeqCst)),
+            count(slot.b.load(Ordering::SeqCst)),
+        )
+    }
+
+    /// The latest epoch [`current`](Self::current) has returned.
+    #[inline]
+    pub(crate) fn latest(&self) -> u64 {
+        self.latest.load(Ordering::SeqCst)
+    }
+}
+
+/// The count of `word` if its tag is 1 to `SLOTS - 1` epochs before
+/// `now_tag`, else 0.
+#[inline]
+fn in_past(word: u64, now_tag: u64) -> u64 {
+    let age = now_tag.wrapping_sub(word >> 32) & COUNT_MASK;
+    if age != 0 && age < SLOTS {
+        word & COUNT_MASK
+    } else {
+        0
     }
 }
 
@@ -290,9 +326,9 @@ mod tests {
         w.add(3, Counter::B);
         w.undo(s, Counter::B);
         assert_eq!(w.sums(3), (0, 1));
-        assert!(w.take_back(5, Counter::B));
+        assert_eq!(w.take_back(5, Counter::B), Some(2));
         assert_eq!(w.sums(5), (0, 0));
-        assert!(!w.take_back(5, Counter::B));
+        assert_eq!(w.take_back(5, Counter::B), None);
         // A stamp whose slot was recycled is not undone.
         let s = w.add(1, Counter::A);
         w.add(11, Counter::A);
