@@ -4,7 +4,7 @@ use std::fmt;
 use std::time::Duration;
 
 use super::slots::{Counter, TimeWindow};
-use super::sync::{AtomicI64, AtomicU64, Ordering};
+use super::sync::{AtomicI64, AtomicU64, Ordering, StripedCounter};
 use super::{Grant, Outcome, Refusal, RefusingFlag, RetryControl, report_transition};
 use crate::ConfigError;
 use crate::clock::{Clock, SystemClock};
@@ -93,7 +93,9 @@ pub struct RetryBudget<C: Clock = SystemClock> {
     flag: RefusingFlag,
     /// 1 + the epoch of the last refusal (0: never).
     last_refusal: AtomicU64,
-    refusals: AtomicU64,
+    /// Written on every refusal, by any thread: striped, off the lines the
+    /// hot path reads.
+    refusals: StripedCounter,
     /// The generation of the past slots' contents: incremented before and
     /// after a change that lowers the balance other than a withdrawal in the
     /// current slot (a refunded deposit), so odd while one is in flight, and
@@ -198,7 +200,7 @@ impl<C: Clock> RetryBudget<C> {
             retries,
             available: self.balance(requests, retries) as f64 / WITHDRAWAL as f64,
             refusing: self.flag.get(),
-            refusals: self.refusals.load(Ordering::Relaxed),
+            refusals: self.refusals.sum(),
         }
     }
 
@@ -432,7 +434,7 @@ impl RetryBudgetBuilder {
             ttl: self.ttl,
             flag: RefusingFlag::new(),
             last_refusal: AtomicU64::new(0),
-            refusals: AtomicU64::new(0),
+            refusals: StripedCounter::new(),
             generation: AtomicU64::new(0),
             past_key: AtomicU64::new(NO_KEY),
             past_units: AtomicI64::new(0),
@@ -478,7 +480,7 @@ impl<C: Clock> RetryControl for RetryBudget<C> {
             self.note(false, epoch);
             return Ok(());
         }
-        self.refusals.fetch_add(1, Ordering::Relaxed);
+        self.refusals.increment();
         self.note(true, epoch);
         Err(Refusal { by: NAME })
     }
@@ -746,6 +748,134 @@ mod loom_tests {
                 h.join().unwrap();
             }
             assert_eq!(b.snapshot().requests, 3);
+        });
+    }
+
+    /// A clock moved by hand between model steps (its offset is not part of
+    /// the model: only the main thread moves it, before spawning).
+    #[derive(Debug, Clone)]
+    struct Stepped(Instant, std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+    impl Stepped {
+        fn new() -> Self {
+            Self(Instant::now(), std::sync::Arc::default())
+        }
+        fn set_millis(&self, millis: u64) {
+            self.1.store(millis, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    impl Clock for Stepped {
+        fn now(&self) -> Instant {
+            self.0 + Duration::from_millis(self.1.load(std::sync::atomic::Ordering::SeqCst))
+        }
+        fn sleep_blocking(&self, _: Duration) {}
+    }
+
+    /// Three threads race for two retries' worth: at most two are granted,
+    /// and the window counts exactly the granted ones.
+    #[test]
+    fn three_racing_withdrawals_never_overdraw() {
+        let mut builder = loom::model::Builder::new();
+        builder.preemption_bound = Some(3);
+        builder.check(|| {
+            let b = Arc::new(
+                RetryBudget::builder()
+                    .percent(100.0)
+                    .min_per_sec(0)
+                    .build_with_clock(Frozen(Instant::now()))
+                    .unwrap(),
+            );
+            b.admit().unwrap();
+            b.admit().unwrap(); // two retries' worth
+            let handles: Vec<_> = (0..3)
+                .map(|_| {
+                    let b = Arc::clone(&b);
+                    thread::spawn(move || b.allow_retry().is_ok())
+                })
+                .collect();
+            let granted = handles
+                .into_iter()
+                .map(|h| h.join().unwrap())
+                .filter(|&ok| ok)
+                .count();
+            assert!(granted <= 2);
+            assert_eq!(b.snapshot().retries, granted as u64);
+            assert_eq!(b.snapshot().refusals, 3 - granted as u64);
+        });
+    }
+
+    /// A refunded deposit from a past slot (the cached part of the window)
+    /// races a withdrawal: the withdrawal never spends the refunded
+    /// deposit's share twice, and afterwards the cache agrees with the
+    /// window (a fresh withdrawal is decided as the full sum says).
+    #[test]
+    fn refund_of_a_past_deposit_racing_a_withdrawal() {
+        loom::model(|| {
+            let clock = Stepped::new();
+            let b = Arc::new(
+                RetryBudget::builder()
+                    .percent(100.0)
+                    .min_per_sec(0)
+                    .ttl(Duration::from_secs(10))
+                    .build_with_clock(clock.clone())
+                    .unwrap(),
+            );
+            b.admit().unwrap();
+            b.admit().unwrap(); // two retries' worth, in slot 0
+            clock.set_millis(1500); // slot 1: slot 0 is now cached as past
+            assert!(b.allow_retry().is_ok()); // caches the past, one left
+            let refund = {
+                let b = Arc::clone(&b);
+                thread::spawn(move || b.refund(Grant::Admit))
+            };
+            let withdraw = {
+                let b = Arc::clone(&b);
+                thread::spawn(move || b.allow_retry().is_ok())
+            };
+            refund.join().unwrap();
+            let granted = withdraw.join().unwrap();
+            let snap = b.snapshot();
+            assert_eq!(snap.requests, 1);
+            assert_eq!(snap.retries, 1 + u64::from(granted));
+            // At most the two deposits' worth was ever spent.
+            assert!(snap.available >= -1.0);
+            // Whatever the order, the cache now says what the window says.
+            assert_eq!(b.allow_retry().is_ok(), snap.available >= 1.0);
+        });
+    }
+
+    /// A refunded withdrawal from a past slot (raising the balance) races a
+    /// withdrawal; afterwards the cache has caught up with the refund.
+    #[test]
+    fn refund_of_a_past_withdrawal_reaches_the_cache() {
+        loom::model(|| {
+            let clock = Stepped::new();
+            let b = Arc::new(
+                RetryBudget::builder()
+                    .percent(100.0)
+                    .min_per_sec(0)
+                    .build_with_clock(clock.clone())
+                    .unwrap(),
+            );
+            b.admit().unwrap();
+            assert!(b.allow_retry().is_ok()); // slot 0: one deposit, one retry
+            clock.set_millis(1500);
+            assert!(b.allow_retry().is_err()); // caches the past: nothing left
+            let refund = {
+                let b = Arc::clone(&b);
+                thread::spawn(move || b.refund(Grant::Retry))
+            };
+            let withdraw = {
+                let b = Arc::clone(&b);
+                thread::spawn(move || b.allow_retry().is_ok())
+            };
+            refund.join().unwrap();
+            let granted = withdraw.join().unwrap();
+            let snap = b.snapshot();
+            assert_eq!(snap.retries, u64::from(granted));
+            assert!(snap.available >= 0.0);
+            assert_eq!(b.allow_retry().is_ok(), snap.available >= 1.0);
         });
     }
 }
