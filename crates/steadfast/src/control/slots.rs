@@ -24,6 +24,10 @@ pub(crate) const SLOTS: u64 = 10;
 
 const COUNT_MASK: u64 = 0xFFFF_FFFF;
 
+/// Below this count an increment of a current slot is a plain `fetch_add`;
+/// from it on, a compare-and-swap that saturates at `COUNT_MASK`.
+const FETCH_ADD_BELOW: u64 = 1 << 31;
+
 /// Which of the two counters of a slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Counter {
@@ -140,6 +144,19 @@ impl TimeWindow {
         let tag = (epoch & COUNT_MASK) << 32;
         let counter = self.slot(index).counter(which);
         let mut current = counter.load(Ordering::Acquire);
+        if current & !COUNT_MASK == tag && current & COUNT_MASK < FETCH_ADD_BELOW {
+            // The slot is current and far from saturating: one `fetch_add`,
+            // with no retry loop under contention. Racing adders can take
+            // the count past the bound only by their own number, nowhere
+            // near the tag bits; a slot recycled in between for a later
+            // epoch counts this event in that epoch, as the loop below does.
+            let old = counter.fetch_add(1, Ordering::SeqCst);
+            return Stamp {
+                index: index as usize,
+                tag: old & !COUNT_MASK,
+                count: (old & COUNT_MASK) + 1,
+            };
+        }
         loop {
             let current_tag = current & !COUNT_MASK;
             let new = if current_tag == tag || is_later(current_tag, tag) {
