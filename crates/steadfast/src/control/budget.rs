@@ -262,7 +262,7 @@ impl<C: Clock> RetryBudget<C> {
         // is writing the cache, or it was cached meanwhile. The past slots
         // hold at most 9 · (2³² − 1) events each way, so `units` fits.
         let key = self.past_key.load(Ordering::SeqCst);
-        if generation % 2 == 0
+        if generation.is_multiple_of(2)
             && key != BUSY
             && key != want
             && let Ok(stored) = i64::try_from(units)
@@ -305,7 +305,7 @@ impl<C: Clock> RetryBudget<C> {
             return None;
         }
         let unchanged =
-            generation % 2 == 0 && self.generation.load(Ordering::SeqCst) == generation;
+            generation.is_multiple_of(2) && self.generation.load(Ordering::SeqCst) == generation;
         let balance = if unchanged {
             // Since the look, only withdrawals in this slot can have lowered
             // the balance: deposits raise it, the past is fixed for this
