@@ -26,7 +26,7 @@ use super::Clock;
 /// let clock = CoarseClock::new(Duration::from_millis(1));
 /// let before = clock.now();
 /// clock.sleep_blocking(Duration::from_millis(5));
-/// assert!(clock.now() > before);
+/// assert!(clock.now() >= before); // monotonic; usually about 5 ms later
 /// let budget = RetryBudget::builder().build_with_clock(clock).unwrap();
 /// # let _ = budget;
 /// ```
@@ -94,5 +94,47 @@ impl Clock for CoarseClock {
 
     fn sleep_blocking(&self, duration: Duration) {
         std::thread::sleep(duration);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn follows_the_system_clock_and_never_runs_ahead() {
+        let clock = CoarseClock::new(Duration::from_millis(1));
+        let start = Instant::now();
+        let first = clock.now();
+        let mut last = first;
+        // Polls until it has moved 20 ms (bounded: a loaded machine may
+        // delay the ticker, never stop it).
+        while last < first + Duration::from_millis(20) {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the ticker stalled"
+            );
+            let now = clock.now();
+            assert!(now >= last, "went backwards");
+            assert!(now <= Instant::now(), "ran ahead of the system clock");
+            last = now;
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn the_ticker_ends_with_the_last_clone() {
+        let clock = CoarseClock::new(Duration::from_micros(100));
+        let weak = Arc::downgrade(&clock.shared);
+        let copy = clock.clone();
+        drop(clock);
+        assert!(weak.upgrade().is_some(), "a clone still holds it");
+        drop(copy);
+        // The ticker holds only a `Weak`, upgraded for one store at a time.
+        let start = Instant::now();
+        while weak.upgrade().is_some() {
+            assert!(start.elapsed() < Duration::from_secs(30));
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 }

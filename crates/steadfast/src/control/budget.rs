@@ -627,13 +627,15 @@ mod tests {
     }
 
     proptest! {
-        /// Over any sequence of calls, retries and clock steps, the granted
-        /// retries within the window never exceed what the rule allows.
+        /// Over any sequence of calls, retries, refunds and clock steps, the
+        /// granted retries within the window never exceed what the rule
+        /// allows, and every decision is the rule's (the cached past slots
+        /// never lag behind a refund or a turn of the slot).
         #[test]
         fn never_grants_more_than_the_rule(
             percent_tenths in 0u32..3000,
             min_per_sec in 0u32..4,
-            steps in proptest::collection::vec((0u8..3, 0u64..1500), 1..200),
+            steps in proptest::collection::vec((0u8..6, 0u64..1500), 1..200),
         ) {
             let clock = VirtualClock::new();
             let percent = f64::from(percent_tenths) / 10.0;
@@ -663,6 +665,18 @@ mod tests {
                         prop_assert_eq!(ok, balance >= 0);
                         if ok {
                             events.push((now, true));
+                        }
+                    }
+                    2 | 3 => {
+                        // A refund takes back the latest event of its kind
+                        // still in the window, if any.
+                        let retry = kind == 3;
+                        b.refund(if retry { Grant::Retry } else { Grant::Admit });
+                        let epoch = now.as_nanos() / slot.as_nanos();
+                        if let Some(i) = events.iter().rposition(|(t, r)| {
+                            *r == retry && epoch - t.as_nanos() / slot.as_nanos() < 10
+                        }) {
+                            events.remove(i);
                         }
                     }
                     _ => clock.sleep_blocking(Duration::from_millis(millis)),
