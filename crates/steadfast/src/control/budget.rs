@@ -42,12 +42,12 @@ const RETRIES: Counter = Counter::B;
 /// and the simulator run on virtual time.
 ///
 /// **Concurrency.** Each operation reads the clock once. A deposit is one
-/// compare-and-swap on the current slot's call counter. A withdrawal first
+/// `fetch_add` on the current slot's call counter. A withdrawal first
 /// looks (read-only) whether a retry's worth is left: the 9 past slots'
 /// contribution comes from a cache keyed by the epoch and a generation
 /// counter (summed again only when the slot turns or a past slot changes),
 /// the current slot's from its two counters. It then counts the retry with
-/// one compare-and-swap on the current slot's retry counter, whose result
+/// one `fetch_add` on the current slot's retry counter, whose result
 /// includes every racing withdrawal counted before it, checks the balance
 /// again with that count, and takes the retry back if the balance went
 /// negative. Two racing withdrawals can therefore both see each other and
@@ -310,7 +310,7 @@ impl<C: Clock> RetryBudget<C> {
             // Since the look, only withdrawals in this slot can have lowered
             // the balance: deposits raise it, the past is fixed for this
             // epoch and generation, and a refunded deposit would have moved
-            // the generation. The CAS's count includes every withdrawal in
+            // the generation. The `fetch_add`'s count includes every withdrawal in
             // this slot that came before this one.
             self.reserve + past + self.units(requests, stamp.count())
         } else {

@@ -8,8 +8,10 @@
 //! 32 bits count. An increment is one compare-and-swap that either bumps a
 //! current count or restarts a stale slot at 1, so a stale slot is recycled
 //! and counted in the same atomic step: no update is lost to a rotation, and
-//! no lock is needed to rotate. A sum reads each counter once and keeps the
-//! ones whose tag is inside the window.
+//! no lock is needed to rotate. (A slot already current and far from
+//! saturating is bumped with a plain `fetch_add`, which cannot fail and so
+//! cannot loop under contention.) A sum reads each counter once and keeps
+//! the ones whose tag is inside the window.
 //!
 //! Epoch tags wrap after 2³² slots (13.6 years at the narrowest, 100 ms
 //! slots); a slot untouched for exactly a multiple of that would be taken as
