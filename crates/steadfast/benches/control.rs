@@ -6,6 +6,9 @@
 //! in three forms: steadfast's lock-free control, the same rule behind a
 //! `Mutex` (what grpc-go does for its throttle), and, for the budget, tower's
 //! `TpsBudget`. Measured on one thread and on two threads sharing one object.
+//! The budgets run on three clocks, the mutex version always on the same one
+//! as steadfast's: the system clock, a frozen clock (their own cost alone)
+//! and a `CoarseClock` (an atomic load refreshed every millisecond).
 //!
 //! ```text
 //! cargo bench -p steadfast --bench control -- --warm-up-time 1 --measurement-time 3
@@ -17,7 +20,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use steadfast::clock::Clock;
+use steadfast::clock::{Clock, CoarseClock, SystemClock};
 use steadfast::control::{FailureWindow, Outcome, RetryBudget, RetryControl, TokenBucket};
 use tower::retry::budget::{Budget, TpsBudget};
 
@@ -152,10 +155,10 @@ impl Op for MutexBucket {
     }
 }
 
-/// The retry budget's rule (10 slots over the ttl) under a lock.
-struct MutexBudget {
-    /// `Some`: a frozen clock, as for `Frozen`.
-    frozen: Option<Instant>,
+/// The retry budget's rule (10 slots over the ttl) under a lock, on the
+/// same clock as the steadfast budget it is compared with.
+struct MutexBudget<C: Clock> {
+    clock: C,
     start: Instant,
     width: Duration,
     state: Mutex<[(u64, i64, i64); 10]>,
@@ -163,9 +166,21 @@ struct MutexBudget {
     deposit: i64,
 }
 
-impl MutexBudget {
+impl<C: Clock> MutexBudget<C> {
+    /// Finagle's / tower's defaults (ttl 10 s, 10 retries/s, 20 %).
+    fn new(clock: C) -> Self {
+        Self {
+            start: clock.now(),
+            clock,
+            width: Duration::from_secs(1),
+            state: Mutex::new([(0, 0, 0); 10]),
+            reserve: 10 * 10 * 100_000,
+            deposit: 20_000,
+        }
+    }
+
     fn epoch(&self) -> u64 {
-        let now = self.frozen.unwrap_or_else(Instant::now);
+        let now = self.clock.now();
         (now.saturating_duration_since(self.start).as_nanos() / self.width.as_nanos()) as u64
     }
 
@@ -180,7 +195,7 @@ impl MutexBudget {
     }
 }
 
-impl Op for MutexBudget {
+impl<C: Clock> Op for MutexBudget<C> {
     #[inline]
     fn op(&self, _i: u64) -> bool {
         self.with_slot(|s, i| s[i].1 += 1);
@@ -293,41 +308,35 @@ fn bucket(c: &mut Criterion) {
 
 fn budget(c: &mut Criterion) {
     // Finagle's / tower's defaults: ttl 10 s, 10 retries/s minimum, 20 %.
+    let coarse = CoarseClock::new(Duration::from_millis(1));
     let subjects = || -> Vec<(&str, Arc<dyn Op>)> {
+        let frozen = Frozen(Instant::now());
         vec![
             (
                 "steadfast",
                 Arc::new(OursBudget(RetryBudget::builder().build().expect("valid"))),
             ),
-            (
-                "mutex",
-                Arc::new(MutexBudget {
-                    frozen: None,
-                    start: Instant::now(),
-                    width: Duration::from_secs(1),
-                    state: Mutex::new([(0, 0, 0); 10]),
-                    reserve: 10 * 10 * 100_000,
-                    deposit: 20_000,
-                }),
-            ),
+            ("mutex", Arc::new(MutexBudget::new(SystemClock))),
             (
                 "steadfast, frozen clock",
                 Arc::new(OursBudget(
                     RetryBudget::builder()
-                        .build_with_clock(Frozen(Instant::now()))
+                        .build_with_clock(frozen)
+                        .expect("valid"),
+                )),
+            ),
+            ("mutex, frozen clock", Arc::new(MutexBudget::new(frozen))),
+            (
+                "steadfast, coarse clock",
+                Arc::new(OursBudget(
+                    RetryBudget::builder()
+                        .build_with_clock(coarse.clone())
                         .expect("valid"),
                 )),
             ),
             (
-                "mutex, frozen clock",
-                Arc::new(MutexBudget {
-                    frozen: Some(Instant::now()),
-                    start: Instant::now(),
-                    width: Duration::from_secs(1),
-                    state: Mutex::new([(0, 0, 0); 10]),
-                    reserve: 10 * 10 * 100_000,
-                    deposit: 20_000,
-                }),
+                "mutex, coarse clock",
+                Arc::new(MutexBudget::new(coarse.clone())),
             ),
             (
                 "tower TpsBudget",

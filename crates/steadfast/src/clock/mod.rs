@@ -3,7 +3,8 @@
 //! Every executor in steadfast reads time and sleeps through a [`Clock`], never
 //! through `std::time` or a runtime directly. Production code uses
 //! [`SystemClock`] (blocking) or [`TokioClock`] (async, behind the default
-//! `tokio` feature); tests and the simulator use [`VirtualClock`], whose time
+//! `tokio` feature), or [`CoarseClock`] (an atomic load, refreshed by a
+//! background thread) where a clock read sits on a hot path; tests and the simulator use [`VirtualClock`], whose time
 //! moves only when something sleeps on it or when it is advanced by hand.
 //!
 //! ```
@@ -16,6 +17,7 @@
 //! assert_eq!(clock.now() - start, Duration::from_secs(3600));
 //! ```
 
+mod coarse;
 mod system;
 #[cfg(feature = "tokio")]
 mod tokio_clock;
@@ -27,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use crate::cancel::CancelToken;
 
+pub use coarse::CoarseClock;
 pub use system::SystemClock;
 #[cfg(feature = "tokio")]
 pub use tokio_clock::TokioClock;

@@ -45,6 +45,9 @@ const NAME: &str = "failure window";
 pub struct FailureWindow {
     words: Box<[AtomicU64]>,
     bits: u64,
+    /// `bits - 1` when `bits` is a power of two (the default 128 is), so a
+    /// report's position is a mask, not a 64-bit division; `None` otherwise.
+    pow2_mask: Option<u64>,
     /// Written by every report: kept off the line `allow_retry` reads.
     cursor: CachePadded<AtomicU64>,
     failures: AtomicI64,
@@ -208,6 +211,7 @@ impl FailureWindowBuilder {
         Ok(FailureWindow {
             words,
             bits,
+            pow2_mask: bits.is_power_of_two().then(|| bits - 1),
             cursor: CachePadded(AtomicU64::new(0)),
             failures: AtomicI64::new(0),
             threshold: self.threshold,
@@ -222,9 +226,14 @@ impl RetryControl for FailureWindow {
         NAME
     }
 
+    #[inline]
     fn record(&self, outcome: Outcome) {
         let failed = outcome == Outcome::RetryableFailure;
-        let pos = self.cursor.0.fetch_add(1, Ordering::Relaxed) % self.bits;
+        let ticket = self.cursor.0.fetch_add(1, Ordering::Relaxed);
+        let pos = match self.pow2_mask {
+            Some(mask) => ticket & mask,
+            None => ticket % self.bits,
+        };
         // `pos / 64` < words.len() by construction (bits <= 64 * len).
         let Some(word) = self.words.get((pos / 64) as usize) else {
             return;
@@ -251,6 +260,7 @@ impl RetryControl for FailureWindow {
         }
     }
 
+    #[inline]
     fn allow_retry(&self) -> Result<(), Refusal> {
         if self.failures.load(Ordering::Acquire) > i64::from(self.threshold) {
             self.refusals.fetch_add(1, Ordering::Relaxed);

@@ -8,8 +8,10 @@
 //! 32 bits count. An increment is one compare-and-swap that either bumps a
 //! current count or restarts a stale slot at 1, so a stale slot is recycled
 //! and counted in the same atomic step: no update is lost to a rotation, and
-//! no lock is needed to rotate. A sum reads each counter once and keeps the
-//! ones whose tag is inside the window.
+//! no lock is needed to rotate. (A slot already current and far from
+//! saturating is bumped with a plain `fetch_add`, which cannot fail and so
+//! cannot loop under contention.) A sum reads each counter once and keeps
+//! the ones whose tag is inside the window.
 //!
 //! Epoch tags wrap after 2³² slots (13.6 years at the narrowest, 100 ms
 //! slots); a slot untouched for exactly a multiple of that would be taken as
@@ -23,6 +25,10 @@ use super::sync::{AtomicU64, Ordering};
 pub(crate) const SLOTS: u64 = 10;
 
 const COUNT_MASK: u64 = 0xFFFF_FFFF;
+
+/// Below this count an increment of a current slot is a plain `fetch_add`;
+/// from it on, a compare-and-swap that saturates at `COUNT_MASK`.
+const FETCH_ADD_BELOW: u64 = 1 << 31;
 
 /// Which of the two counters of a slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,12 +57,19 @@ impl Slot {
 pub(crate) struct Stamp {
     index: usize,
     tag: u64,
+    count: u64,
 }
 
 impl Stamp {
     /// The epoch (truncated to 32 bits) the increment was counted in.
     pub(crate) fn epoch(self) -> u64 {
         self.tag >> 32
+    }
+
+    /// The slot's count right after this increment: it includes every
+    /// increment of the same counter and slot that came before it.
+    pub(crate) fn count(self) -> u64 {
+        self.count
     }
 }
 
@@ -66,6 +79,8 @@ pub(crate) struct TimeWindow {
     start: Instant,
     width_nanos: u64,
     slots: Box<[Slot]>,
+    /// The latest epoch any caller of [`current`](Self::current) has seen.
+    latest: AtomicU64,
 }
 
 impl TimeWindow {
@@ -83,7 +98,30 @@ impl TimeWindow {
             start,
             width_nanos,
             slots,
+            latest: AtomicU64::new(0),
         }
+    }
+
+    /// The epoch to count an event at `now` in: `now`'s own, or the latest
+    /// epoch any caller has seen if that is later (a caller that read the
+    /// clock just before another one turned the slot counts in the new
+    /// slot, as [`add`](Self::add) would make it anyway). While the slot has
+    /// not turned this is one load and a multiplication; the division and a
+    /// `fetch_max` happen once per turn of the slot (per thread that sees it).
+    #[inline]
+    pub(crate) fn current(&self, now: Instant) -> u64 {
+        let since = now.saturating_duration_since(self.start);
+        let nanos = since
+            .as_secs()
+            .saturating_mul(1_000_000_000)
+            .saturating_add(u64::from(since.subsec_nanos()));
+        let latest = self.latest.load(Ordering::SeqCst);
+        // `latest <= u64::MAX / width_nanos`, so `latest + 1` cannot overflow.
+        if nanos < (latest + 1).saturating_mul(self.width_nanos) {
+            return latest;
+        }
+        let epoch = nanos / self.width_nanos;
+        self.latest.fetch_max(epoch, Ordering::SeqCst).max(epoch)
     }
 
     /// The epoch (slot number since `start`) of `now`.
@@ -108,6 +146,19 @@ impl TimeWindow {
         let tag = (epoch & COUNT_MASK) << 32;
         let counter = self.slot(index).counter(which);
         let mut current = counter.load(Ordering::Acquire);
+        if current & !COUNT_MASK == tag && current & COUNT_MASK < FETCH_ADD_BELOW {
+            // The slot is current and far from saturating: one `fetch_add`,
+            // with no retry loop under contention. Racing adders can take
+            // the count past the bound only by their own number, nowhere
+            // near the tag bits; a slot recycled in between for a later
+            // epoch counts this event in that epoch, as the loop below does.
+            let old = counter.fetch_add(1, Ordering::SeqCst);
+            return Stamp {
+                index: index as usize,
+                tag: old & !COUNT_MASK,
+                count: (old & COUNT_MASK) + 1,
+            };
+        }
         loop {
             let current_tag = current & !COUNT_MASK;
             let new = if current_tag == tag || is_later(current_tag, tag) {
@@ -117,6 +168,7 @@ impl TimeWindow {
                     return Stamp {
                         index: index as usize,
                         tag: current_tag,
+                        count: COUNT_MASK,
                     };
                 }
                 current + 1
@@ -128,6 +180,7 @@ impl TimeWindow {
                     return Stamp {
                         index: index as usize,
                         tag: new & !COUNT_MASK,
+                        count: new & COUNT_MASK,
                     };
                 }
                 Err(actual) => current = actual,
@@ -157,8 +210,9 @@ impl TimeWindow {
     }
 
     /// Takes back one event counted in the window at `epoch`: from the most
-    /// recent slot that still has one. Returns whether one was found.
-    pub(crate) fn take_back(&self, epoch: u64, which: Counter) -> bool {
+    /// recent slot that still has one. Returns how many slots before
+    /// `epoch`'s it was found in, or `None` when the window holds none.
+    pub(crate) fn take_back(&self, epoch: u64, which: Counter) -> Option<u64> {
         for back in 0..SLOTS {
             let Some(e) = epoch.checked_sub(back) else {
                 break;
@@ -174,12 +228,12 @@ impl TimeWindow {
                     Ordering::SeqCst,
                     Ordering::Acquire,
                 ) {
-                    Ok(_) => return true,
+                    Ok(_) => return Some(back),
                     Err(actual) => current = actual,
                 }
             }
         }
-        false
+        None
     }
 
     /// The sums of both counters over the window ending at `epoch`.
@@ -193,6 +247,56 @@ impl TimeWindow {
             b += in_window(slot.b.load(Ordering::SeqCst), now_tag);
         }
         (a, b)
+    }
+
+    /// The sums of both counters over the slots of the window ending at
+    /// `epoch` other than `epoch`'s own (the `SLOTS - 1` before it).
+    pub(crate) fn past_sums(&self, epoch: u64) -> (u64, u64) {
+        let now_tag = epoch & COUNT_MASK;
+        let mut a = 0u64;
+        let mut b = 0u64;
+        for slot in &*self.slots {
+            a += in_past(slot.a.load(Ordering::SeqCst), now_tag);
+            b += in_past(slot.b.load(Ordering::SeqCst), now_tag);
+        }
+        (a, b)
+    }
+
+    /// Both counters of `epoch`'s own slot (0 if the slot still holds an
+    /// older epoch).
+    #[inline]
+    pub(crate) fn counts_at(&self, epoch: u64) -> (u64, u64) {
+        let slot = self.slot(epoch % SLOTS);
+        let tag = (epoch & COUNT_MASK) << 32;
+        let count = |word: u64| {
+            if word & !COUNT_MASK == tag {
+                word & COUNT_MASK
+            } else {
+                0
+            }
+        };
+        (
+            count(slot.a.load(Ordering::SeqCst)),
+            count(slot.b.load(Ordering::SeqCst)),
+        )
+    }
+
+    /// The latest epoch [`current`](Self::current) has returned.
+    #[inline]
+    pub(crate) fn latest(&self) -> u64 {
+        self.latest.load(Ordering::SeqCst)
+    }
+}
+
+/// The count of `word` if its tag is 1 to `SLOTS - 1` epochs before
+/// `now_tag`, else 0.
+#[inline]
+fn in_past(word: u64, now_tag: u64) -> u64 {
+    let age = now_tag.wrapping_sub(word >> 32) & COUNT_MASK;
+    if age != 0 && age < SLOTS {
+        word & COUNT_MASK
+    } else {
+        0
     }
 }
 
@@ -241,9 +345,9 @@ mod tests {
         w.add(3, Counter::B);
         w.undo(s, Counter::B);
         assert_eq!(w.sums(3), (0, 1));
-        assert!(w.take_back(5, Counter::B));
+        assert_eq!(w.take_back(5, Counter::B), Some(2));
         assert_eq!(w.sums(5), (0, 0));
-        assert!(!w.take_back(5, Counter::B));
+        assert_eq!(w.take_back(5, Counter::B), None);
         // A stamp whose slot was recycled is not undone.
         let s = w.add(1, Counter::A);
         w.add(11, Counter::A);
