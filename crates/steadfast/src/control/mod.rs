@@ -263,14 +263,24 @@ pub(crate) fn report_transition(control: &'static str, now_refusing: bool, state
 #[allow(clippy::float_cmp)] // the compared values are exact by construction
 mod tests {
     use super::*;
-    use std::sync::Mutex;
     use tracing::field::{Field, Visit};
     use tracing::span::{Attributes, Id, Record};
     use tracing::{Event, Metadata, Subscriber};
 
-    /// Collects the messages of the events emitted under it.
-    #[derive(Default)]
-    struct Collect(Mutex<Vec<String>>);
+    thread_local! {
+        /// The messages collected on this thread, while `events_of` runs.
+        static COLLECTED: std::cell::RefCell<Option<Vec<String>>> =
+            const { std::cell::RefCell::new(None) };
+    }
+
+    /// The test binary's global subscriber: keeps the messages of the events
+    /// emitted on a thread that is inside `events_of`, and ignores the rest.
+    ///
+    /// Global, not scoped per test: `tracing` caches each callsite's
+    /// interest process-wide, and a scoped subscriber races with the other
+    /// tests' threads (which have none) over that cache; events went missing
+    /// in about one run in twenty.
+    struct Collect;
 
     struct Message<'a>(&'a mut String);
 
@@ -282,7 +292,7 @@ mod tests {
         }
     }
 
-    impl Subscriber for &'static Collect {
+    impl Subscriber for Collect {
         fn enabled(&self, _: &Metadata<'_>) -> bool {
             true
         }
@@ -292,18 +302,31 @@ mod tests {
         fn record(&self, _: &Id, _: &Record<'_>) {}
         fn record_follows_from(&self, _: &Id, _: &Id) {}
         fn event(&self, event: &Event<'_>) {
-            let mut message = String::new();
-            event.record(&mut Message(&mut message));
-            self.0.lock().expect("not poisoned").push(message);
+            COLLECTED.with_borrow_mut(|collected| {
+                if let Some(messages) = collected {
+                    let mut message = String::new();
+                    event.record(&mut Message(&mut message));
+                    messages.push(message);
+                }
+            });
         }
         fn enter(&self, _: &Id) {}
         fn exit(&self, _: &Id) {}
     }
 
+    /// The messages of the events `f` emits on this thread.
     fn events_of(f: impl FnOnce()) -> Vec<String> {
-        let collect: &'static Collect = Box::leak(Box::default());
-        tracing::subscriber::with_default(collect, f);
-        collect.0.lock().expect("not poisoned").clone()
+        static INSTALL: std::sync::Once = std::sync::Once::new();
+        INSTALL.call_once(|| {
+            tracing::subscriber::set_global_default(Collect)
+                .expect("no other global subscriber in the unit tests");
+        });
+        // A callsite first registered by another thread just as the
+        // subscriber was installed may hold a stale interest: recompute.
+        tracing::callsite::rebuild_interest_cache();
+        COLLECTED.set(Some(Vec::new()));
+        f();
+        COLLECTED.take().unwrap_or_default()
     }
 
     #[test]
