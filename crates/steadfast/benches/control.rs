@@ -308,7 +308,7 @@ fn bucket(c: &mut Criterion) {
 
 fn budget(c: &mut Criterion) {
     // Finagle's / tower's defaults: ttl 10 s, 10 retries/s minimum, 20 %.
-    let coarse = CoarseClock::new(Duration::from_millis(1));
+    let coarse = CoarseClock::new(Duration::from_millis(1)).expect("the ticker starts");
     let subjects = || -> Vec<(&str, Arc<dyn Op>)> {
         let frozen = Frozen(Instant::now());
         vec![

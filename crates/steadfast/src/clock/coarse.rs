@@ -23,12 +23,13 @@ use super::Clock;
 /// use steadfast::clock::{Clock, CoarseClock};
 /// use steadfast::control::RetryBudget;
 ///
-/// let clock = CoarseClock::new(Duration::from_millis(1));
+/// let clock = CoarseClock::new(Duration::from_millis(1))?;
 /// let before = clock.now();
 /// clock.sleep_blocking(Duration::from_millis(5));
 /// assert!(clock.now() >= before); // monotonic; usually about 5 ms later
-/// let budget = RetryBudget::builder().build_with_clock(clock).unwrap();
+/// let budget = RetryBudget::builder().build_with_clock(clock)?;
 /// # let _ = budget;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct CoarseClock {
@@ -46,11 +47,10 @@ impl CoarseClock {
     /// A clock refreshed every `resolution` (clamped to 50 µs..=1 s) by a
     /// new background thread.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// If the operating system cannot start the ticker thread.
-    #[must_use]
-    pub fn new(resolution: Duration) -> Self {
+    /// The operating system's error when it cannot start the ticker thread.
+    pub fn new(resolution: Duration) -> std::io::Result<Self> {
         let resolution = resolution.clamp(Duration::from_micros(50), Duration::from_secs(1));
         let shared = Arc::new(Shared {
             base: Instant::now(),
@@ -67,9 +67,8 @@ impl CoarseClock {
                     // The only writer: a store keeps the value monotonic.
                     shared.elapsed.store(nanos, Ordering::Release);
                 }
-            })
-            .expect("the coarse clock's ticker thread starts");
-        Self { shared }
+            })?;
+        Ok(Self { shared })
     }
 
     /// The clock's resolution-limited reading, as time since it was created.
@@ -77,8 +76,9 @@ impl CoarseClock {
     /// ```
     /// use std::time::Duration;
     /// use steadfast::clock::CoarseClock;
-    /// let clock = CoarseClock::new(Duration::from_millis(1));
+    /// let clock = CoarseClock::new(Duration::from_millis(1))?;
     /// assert!(clock.elapsed() < Duration::from_secs(1));
+    /// # Ok::<(), std::io::Error>(())
     /// ```
     #[must_use]
     pub fn elapsed(&self) -> Duration {
@@ -103,7 +103,7 @@ mod tests {
 
     #[test]
     fn follows_the_system_clock_and_never_runs_ahead() {
-        let clock = CoarseClock::new(Duration::from_millis(1));
+        let clock = CoarseClock::new(Duration::from_millis(1)).expect("the ticker starts");
         let start = Instant::now();
         let first = clock.now();
         let mut last = first;
@@ -124,7 +124,7 @@ mod tests {
 
     #[test]
     fn the_ticker_ends_with_the_last_clone() {
-        let clock = CoarseClock::new(Duration::from_micros(100));
+        let clock = CoarseClock::new(Duration::from_micros(100)).expect("the ticker starts");
         let weak = Arc::downgrade(&clock.shared);
         let copy = clock.clone();
         drop(clock);
