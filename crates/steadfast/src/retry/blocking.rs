@@ -24,7 +24,6 @@ where
     #[inline]
     pub fn call(mut self) -> Result<T, RetryError<E>> {
         let policy = self.policy.as_policy();
-        let mut first = None;
         if policy.is_lean()
             && self.options.deadline.is_none()
             && !self
@@ -43,12 +42,20 @@ where
             };
             let outcome = (self.op)(attempt);
             let verdict = self.classify.classify(&outcome);
-            match outcome {
-                Ok(value) if verdict == Verdict::Success => return Ok(value),
-                outcome => first = Some((outcome, verdict)),
-            }
+            return match outcome {
+                Ok(value) if verdict == Verdict::Success => Ok(value),
+                outcome => self.after_first(outcome, verdict),
+            };
         }
-        self.call_on(first)
+        self.call_on(None)
+    }
+
+    /// The lean first attempt did not succeed: the full loop takes over.
+    /// Cold, so that the success path is the straight line through `call`.
+    #[cold]
+    #[inline(never)]
+    fn after_first(self, outcome: Result<T, E>, verdict: Verdict) -> Result<T, RetryError<E>> {
+        self.call_on(Some((outcome, verdict)))
     }
 
     /// The full loop; `first` is the first attempt's outcome when the lean
