@@ -713,34 +713,40 @@ mod loom_tests {
         fn sleep_blocking(&self, _: Duration) {}
     }
 
-    /// Two threads race for the last retry: at most one gets it, and the
-    /// window ends up counting exactly the granted ones (refusals undone).
+    /// `threads` threads race for the `worth` retries a budget at `percent`
+    /// holds after two calls: at most `worth` are granted, the window counts
+    /// exactly the granted ones (refusals undone), and every refusal is
+    /// counted once.
+    fn racing_withdrawals(percent: f64, threads: u64, worth: usize) {
+        let b = Arc::new(
+            RetryBudget::builder()
+                .percent(percent)
+                .min_per_sec(0)
+                .build_with_clock(Frozen(Instant::now()))
+                .unwrap(),
+        );
+        b.admit().unwrap();
+        b.admit().unwrap();
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                let b = Arc::clone(&b);
+                thread::spawn(move || b.allow_retry().is_ok())
+            })
+            .collect();
+        let granted = handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .filter(|&ok| ok)
+            .count();
+        assert!(granted <= worth);
+        assert_eq!(b.snapshot().retries, granted as u64);
+        assert_eq!(b.snapshot().refusals, threads - granted as u64);
+    }
+
+    /// Two threads race for the last retry: at most one gets it.
     #[test]
     fn racing_withdrawals_never_overdraw() {
-        loom::model(|| {
-            let b = Arc::new(
-                RetryBudget::builder()
-                    .percent(50.0)
-                    .min_per_sec(0)
-                    .build_with_clock(Frozen(Instant::now()))
-                    .unwrap(),
-            );
-            b.admit().unwrap();
-            b.admit().unwrap(); // one retry's worth
-            let handles: Vec<_> = (0..2)
-                .map(|_| {
-                    let b = Arc::clone(&b);
-                    thread::spawn(move || b.allow_retry().is_ok())
-                })
-                .collect();
-            let granted = handles
-                .into_iter()
-                .map(|h| h.join().unwrap())
-                .filter(|&ok| ok)
-                .count();
-            assert!(granted <= 1);
-            assert_eq!(b.snapshot().retries, granted as u64);
-        });
+        loom::model(|| racing_withdrawals(50.0, 2, 1));
     }
 
     /// Concurrent deposits are all counted.
@@ -788,37 +794,12 @@ mod loom_tests {
         fn sleep_blocking(&self, _: Duration) {}
     }
 
-    /// Three threads race for two retries' worth: at most two are granted,
-    /// and the window counts exactly the granted ones.
+    /// Three threads race for two retries' worth: at most two are granted.
     #[test]
     fn three_racing_withdrawals_never_overdraw() {
         let mut builder = loom::model::Builder::new();
         builder.preemption_bound = Some(3);
-        builder.check(|| {
-            let b = Arc::new(
-                RetryBudget::builder()
-                    .percent(100.0)
-                    .min_per_sec(0)
-                    .build_with_clock(Frozen(Instant::now()))
-                    .unwrap(),
-            );
-            b.admit().unwrap();
-            b.admit().unwrap(); // two retries' worth
-            let handles: Vec<_> = (0..3)
-                .map(|_| {
-                    let b = Arc::clone(&b);
-                    thread::spawn(move || b.allow_retry().is_ok())
-                })
-                .collect();
-            let granted = handles
-                .into_iter()
-                .map(|h| h.join().unwrap())
-                .filter(|&ok| ok)
-                .count();
-            assert!(granted <= 2);
-            assert_eq!(b.snapshot().retries, granted as u64);
-            assert_eq!(b.snapshot().refusals, 3 - granted as u64);
-        });
+        builder.check(|| racing_withdrawals(100.0, 3, 2));
     }
 
     /// A refunded deposit from a past slot (the cached part of the window)
