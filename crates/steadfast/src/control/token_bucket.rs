@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::sync::{AtomicU64, Ordering};
+use super::sync::{AtomicU64, CachePadded, Ordering};
 use super::{Outcome, Refusal, RefusingFlag, RetryControl, report_transition};
 use crate::ConfigError;
 
@@ -46,7 +46,9 @@ const MILLI: u64 = 1000;
 /// # Ok(()) }
 /// ```
 pub struct TokenBucket {
-    milli_tokens: AtomicU64,
+    /// On its own cache line: every report on a bucket below the cap writes
+    /// it, and the settings beside it are read on every call.
+    milli_tokens: CachePadded<AtomicU64>,
     max_milli: u64,
     ratio_milli: u64,
     refusals: AtomicU64,
@@ -131,7 +133,7 @@ impl TokenBucket {
     /// ```
     #[must_use]
     pub fn milli_tokens(&self) -> u64 {
-        self.milli_tokens.load(Ordering::Acquire)
+        self.milli_tokens.0.load(Ordering::Acquire)
     }
 
     /// The current state, for telemetry.
@@ -165,7 +167,7 @@ impl TokenBucket {
     /// count is already at the bound (no write at all).
     #[inline]
     fn update(&self, outcome: Outcome) -> Option<u64> {
-        let mut old = self.milli_tokens.load(Ordering::Relaxed);
+        let mut old = self.milli_tokens.0.load(Ordering::Relaxed);
         loop {
             let new = match outcome {
                 Outcome::RetryableFailure => old.saturating_sub(MILLI),
@@ -174,7 +176,7 @@ impl TokenBucket {
             if new == old {
                 return None;
             }
-            match self.milli_tokens.compare_exchange_weak(
+            match self.milli_tokens.0.compare_exchange_weak(
                 old,
                 new,
                 Ordering::AcqRel,
@@ -253,7 +255,7 @@ impl TokenBucketBuilder {
         }
         let max_milli = u64::from(self.max_tokens) * MILLI;
         Ok(TokenBucket {
-            milli_tokens: AtomicU64::new(max_milli),
+            milli_tokens: CachePadded(AtomicU64::new(max_milli)),
             max_milli,
             ratio_milli,
             refusals: AtomicU64::new(0),
@@ -302,7 +304,7 @@ impl RetryControl for TokenBucket {
 
     #[inline]
     fn allow_retry(&self) -> Result<(), Refusal> {
-        if self.throttled_at(self.milli_tokens.load(Ordering::Acquire)) {
+        if self.throttled_at(self.milli_tokens.0.load(Ordering::Acquire)) {
             self.refusals.fetch_add(1, Ordering::Relaxed);
             Err(Refusal { by: NAME })
         } else {
