@@ -822,16 +822,7 @@ mod loom_tests {
             b.admit().unwrap(); // two retries' worth, in slot 0
             clock.set_millis(1500); // slot 1: slot 0 is now cached as past
             assert!(b.allow_retry().is_ok()); // caches the past, one left
-            let refund = {
-                let b = Arc::clone(&b);
-                thread::spawn(move || b.refund(Grant::Admit))
-            };
-            let withdraw = {
-                let b = Arc::clone(&b);
-                thread::spawn(move || b.allow_retry().is_ok())
-            };
-            refund.join().unwrap();
-            let granted = withdraw.join().unwrap();
+            let granted = refund_racing_withdrawal(&b, Grant::Admit);
             let snap = b.snapshot();
             assert_eq!(snap.requests, 1);
             assert_eq!(snap.retries, 1 + u64::from(granted));
@@ -840,6 +831,21 @@ mod loom_tests {
             // Whatever the order, the cache now says what the window says.
             assert_eq!(b.allow_retry().is_ok(), snap.available >= 1.0);
         });
+    }
+
+    /// Refunds `grant` on one thread while another asks for a retry; whether
+    /// the retry was granted.
+    fn refund_racing_withdrawal(b: &Arc<RetryBudget<Stepped>>, grant: Grant) -> bool {
+        let refund = {
+            let b = Arc::clone(b);
+            thread::spawn(move || b.refund(grant))
+        };
+        let withdraw = {
+            let b = Arc::clone(b);
+            thread::spawn(move || b.allow_retry().is_ok())
+        };
+        refund.join().unwrap();
+        withdraw.join().unwrap()
     }
 
     /// A refunded withdrawal from a past slot (raising the balance) races a
@@ -859,16 +865,7 @@ mod loom_tests {
             assert!(b.allow_retry().is_ok()); // slot 0: one deposit, one retry
             clock.set_millis(1500);
             assert!(b.allow_retry().is_err()); // caches the past: nothing left
-            let refund = {
-                let b = Arc::clone(&b);
-                thread::spawn(move || b.refund(Grant::Retry))
-            };
-            let withdraw = {
-                let b = Arc::clone(&b);
-                thread::spawn(move || b.allow_retry().is_ok())
-            };
-            refund.join().unwrap();
-            let granted = withdraw.join().unwrap();
+            let granted = refund_racing_withdrawal(&b, Grant::Retry);
             let snap = b.snapshot();
             assert_eq!(snap.retries, u64::from(granted));
             assert!(snap.available >= 0.0);

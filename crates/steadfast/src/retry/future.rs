@@ -1,5 +1,6 @@
 use std::fmt;
 use std::future::{Future, IntoFuture};
+use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
@@ -39,7 +40,7 @@ pin_project! {
         N: Notify<E>,
         C: AsyncClock,
     {
-        core: Core<F, P, K, N, C>,
+        core: Core<F, Fut, P, K, N, C, T, E>,
         // The lean first attempt. Apart from `running`, so that its
         // changes touch only this small value.
         #[pin]
@@ -49,8 +50,14 @@ pin_project! {
     }
 }
 
+/// The types a [`Core`] names without holding them (always `Send`, `Sync`
+/// and `Unpin`, whatever they are).
+type Types<Fut, T, E> = fn() -> (Fut, T, E);
+
 /// What a call is made of: the options of its [`Retry`], never pinned.
-struct Core<F, P, K, N, C> {
+/// It names the operation's future and outcome types too, so that one impl
+/// block states the bounds every step of the call relies on.
+struct Core<F, Fut, P, K, N, C, T, E> {
     op: F,
     policy: P,
     classify: K,
@@ -59,6 +66,7 @@ struct Core<F, P, K, N, C> {
     cancel: OutOfLine<Cancelled>,
     name: Option<&'static str>,
     deadline: Option<Deadline>,
+    types: PhantomData<Types<Fut, T, E>>,
 }
 
 pin_project! {
@@ -215,6 +223,7 @@ where
                 cancel: OutOfLine::new(self.options.cancel.map(CancelToken::into_cancelled)),
                 name: self.options.name,
                 deadline: self.options.deadline,
+                types: PhantomData,
             },
             first: First::Unpolled,
             running: OutOfLine::new(None),
@@ -292,9 +301,13 @@ where
     }
 }
 
-impl<F, P, K, N, C> Core<F, P, K, N, C>
+impl<F, Fut, P, K, N, C, T, E> Core<F, Fut, P, K, N, C, T, E>
 where
+    F: FnMut(Attempt) -> Fut,
+    Fut: Future<Output = Result<T, E>>,
     P: AsPolicy,
+    K: Classify<T, E>,
+    N: Notify<E>,
     C: AsyncClock,
 {
     /// Whether the call's cancellation token (if any) is cancelled.
@@ -318,7 +331,7 @@ where
     /// during its first attempt.
     #[cold]
     #[inline(never)]
-    fn cancelled_lean<T, E>(&self, in_flight: bool) -> Result<T, RetryError<E>> {
+    fn cancelled_lean(&self, in_flight: bool) -> Result<T, RetryError<E>> {
         let now = self.clock.now();
         let mut call = self.policy.as_policy().start(&self.clock, self.deadline);
         if in_flight {
@@ -337,17 +350,11 @@ where
     /// A call that is not lean: asks the control, starts the per-call
     /// state, then runs.
     #[inline(never)]
-    fn begin<Fut, T, E>(
+    fn begin(
         &mut self,
         slot: &mut Slot<Fut, C::Sleep, N::Future, T, E>,
         cx: &mut Context<'_>,
-    ) -> Output<T, E>
-    where
-        F: FnMut(Attempt) -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-        K: Classify<T, E>,
-        N: Notify<E>,
-    {
+    ) -> Output<T, E> {
         if let Err(refusal) = self.policy.as_policy().admit() {
             return Poll::Ready(Err(refused(refusal.by, self.name)));
         }
@@ -360,19 +367,13 @@ where
     /// The lean first attempt did not succeed: starts the per-call state
     /// now, hands it the outcome, and runs.
     #[inline(never)]
-    fn after_first<Fut, T, E>(
+    fn after_first(
         &mut self,
         slot: &mut Slot<Fut, C::Sleep, N::Future, T, E>,
         outcome: Result<T, E>,
         verdict: Verdict,
         cx: &mut Context<'_>,
-    ) -> Output<T, E>
-    where
-        F: FnMut(Attempt) -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-        K: Classify<T, E>,
-        N: Notify<E>,
-    {
+    ) -> Output<T, E> {
         let call = self.policy.as_policy().start(&self.clock, self.deadline);
         let mut run = Box::pin(Running::new(call));
         if let Some(done) = self.on_outcome(&mut run.as_mut().project(), Some(outcome), verdict) {
@@ -383,18 +384,12 @@ where
 
     /// Drives a new running stage, and keeps it in the stage slot if the
     /// call goes on.
-    fn keep_running<Fut, T, E>(
+    fn keep_running(
         &mut self,
         slot: &mut Slot<Fut, C::Sleep, N::Future, T, E>,
         mut run: Boxed<Fut, C::Sleep, N::Future, T, E>,
         cx: &mut Context<'_>,
-    ) -> Output<T, E>
-    where
-        F: FnMut(Attempt) -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-        K: Classify<T, E>,
-        N: Notify<E>,
-    {
+    ) -> Output<T, E> {
         let out = self.drive(&mut run, cx);
         if out.is_pending() {
             **slot = Some(run);
@@ -404,31 +399,19 @@ where
 
     /// Drives the running stage until the call ends or must wait.
     #[inline(never)]
-    fn drive<Fut, T, E>(
+    fn drive(
         &mut self,
         run: &mut Boxed<Fut, C::Sleep, N::Future, T, E>,
         cx: &mut Context<'_>,
-    ) -> Output<T, E>
-    where
-        F: FnMut(Attempt) -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-        K: Classify<T, E>,
-        N: Notify<E>,
-    {
+    ) -> Output<T, E> {
         self.step(&mut run.as_mut().project(), cx)
     }
 
-    fn step<Fut, T, E>(
+    fn step(
         &mut self,
         run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
         cx: &mut Context<'_>,
-    ) -> Output<T, E>
-    where
-        F: FnMut(Attempt) -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-        K: Classify<T, E>,
-        N: Notify<E>,
-    {
+    ) -> Output<T, E> {
         loop {
             if self.is_cancelled() {
                 return Poll::Ready(self.stop_cancelled(run));
@@ -499,15 +482,12 @@ where
     /// Hands an attempt's outcome (`None`: it timed out) to the policy and
     /// acts on the decision: the call's result, or `None` after moving on
     /// to the notify hook and the wait.
-    fn on_outcome<Fut, T, E>(
+    fn on_outcome(
         &mut self,
         run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
         outcome: Option<Result<T, E>>,
         verdict: Verdict,
-    ) -> Option<Result<T, RetryError<E>>>
-    where
-        N: Notify<E>,
-    {
+    ) -> Option<Result<T, RetryError<E>>> {
         let decision = self
             .policy
             .as_policy()
@@ -541,13 +521,7 @@ where
     }
 
     /// Makes the next attempt's future, with a timer for its deadline if it has one.
-    fn start_attempt<Fut, T, E>(
-        &mut self,
-        run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
-    ) where
-        F: FnMut(Attempt) -> Fut,
-        N: Notify<E>,
-    {
+    fn start_attempt(&mut self, run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>) {
         let deadline = attempt_deadline(
             run.call.deadline(),
             self.policy.as_policy().attempt_timeout(),
@@ -567,27 +541,21 @@ where
 
     /// Waits: registers with the cancellation token only now, so a call
     /// whose attempt completes at once never touches it.
-    fn pending<Fut, T, E>(
+    fn pending(
         &mut self,
         run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
         cx: &mut Context<'_>,
-    ) -> Output<T, E>
-    where
-        N: Notify<E>,
-    {
+    ) -> Output<T, E> {
         if self.poll_cancelled(cx) {
             return Poll::Ready(self.stop_cancelled(run));
         }
         Poll::Pending
     }
 
-    fn stop_cancelled<Fut, T, E>(
+    fn stop_cancelled(
         &mut self,
         run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
-    ) -> Result<T, RetryError<E>>
-    where
-        N: Notify<E>,
-    {
+    ) -> Result<T, RetryError<E>> {
         let now = self.clock.now();
         if *run.phase == Phase::Attempt {
             run.call.count_abandoned_attempt();
@@ -601,14 +569,11 @@ where
         conclude(run.last.take(), reason, run.call, now, self.name, false)
     }
 
-    fn finish<Fut, T, E>(
+    fn finish(
         &self,
         run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
         reason: StopReason,
-    ) -> Result<T, RetryError<E>>
-    where
-        N: Notify<E>,
-    {
+    ) -> Result<T, RetryError<E>> {
         let now = self.clock.now();
         conclude(
             run.last.take(),
