@@ -41,4 +41,4 @@ pub use agreement::Agreement;
 pub use dist::Latency;
 pub use error::SimError;
 pub use report::{Report, Scenario, SimConfig, run_all};
-pub use scenario::{herd, storm, tail};
+pub use scenario::{ScenarioResult, StrategyResult, herd, storm, tail};

@@ -44,6 +44,7 @@ use serde::{Serialize, Serializer};
 use steadfast::backoff::{Backoff, GrpcConnectionBackoff, Jitter};
 use steadfast::{Rng, Schedule, ScheduleState};
 
+use super::{ScenarioResult, StrategyResult, run_strategies};
 use crate::engine::{Engine, Nanos, nanos, secs};
 use crate::error::check;
 use crate::metrics::{Series, peak_in_window};
@@ -223,21 +224,13 @@ pub struct HerdStrategyResult {
     pub connected_per_window: Series,
 }
 
-/// The `herd` scenario's result (see [`run`]); equal results compare equal
-/// (the configuration is left out of the comparison).
-#[derive(Debug, Clone, Serialize)]
-pub struct HerdResult {
-    /// The settings it ran with.
-    pub config: HerdConfig,
-    /// One entry per strategy, in the configured order.
-    pub strategies: Vec<HerdStrategyResult>,
-    /// How the numbers compare with Brooker (2015).
-    pub agreement: Option<Agreement>,
-}
+/// The `herd` scenario's result (see [`run`]): its settings, one
+/// [`HerdStrategyResult`] per strategy, and how the numbers compare with Brooker (2015).
+pub type HerdResult = ScenarioResult<HerdConfig, HerdStrategyResult>;
 
-impl PartialEq for HerdResult {
-    fn eq(&self, other: &Self) -> bool {
-        self.strategies == other.strategies && self.agreement == other.agreement
+impl StrategyResult for HerdStrategyResult {
+    fn name(&self) -> &str {
+        &self.name
     }
 }
 
@@ -349,17 +342,12 @@ impl HerdConfig {
 /// [`SimError::Config`] for a bad setting (checked before anything runs).
 pub fn run(config: &HerdConfig) -> Result<HerdResult, SimError> {
     config.validate()?;
-    let strategies = config
-        .strategies
-        .iter()
-        .map(|s| run_one(config, s, check::MAX_ATTEMPTS))
-        .collect::<Result<Vec<_>, _>>()?;
-    let agreement = brooker(&strategies);
-    Ok(HerdResult {
-        config: config.clone(),
-        strategies,
-        agreement,
-    })
+    run_strategies(
+        config,
+        &config.strategies,
+        |s| run_one(config, s, check::MAX_ATTEMPTS),
+        brooker,
+    )
 }
 
 #[derive(Debug, Clone, Copy)]

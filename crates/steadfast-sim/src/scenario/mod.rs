@@ -7,7 +7,72 @@ pub mod tail;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use serde::Serialize;
 use steadfast::{Rng, Schedule, ScheduleState};
+
+use crate::{Agreement, SimError};
+
+/// What a scenario returns: the settings it ran with, one result per
+/// strategy in the configured order, and how the numbers compare with the
+/// published source the scenario reproduces. Equal results compare equal
+/// (the configuration is left out of the comparison).
+#[derive(Debug, Clone, Serialize)]
+pub struct ScenarioResult<C, S> {
+    /// The settings it ran with.
+    pub config: C,
+    /// One entry per strategy, in the configured order.
+    pub strategies: Vec<S>,
+    /// How the numbers compare with the published source.
+    pub agreement: Option<Agreement>,
+}
+
+impl<C, S: PartialEq> PartialEq for ScenarioResult<C, S> {
+    fn eq(&self, other: &Self) -> bool {
+        self.strategies == other.strategies && self.agreement == other.agreement
+    }
+}
+
+/// One strategy's numbers in a [`ScenarioResult`].
+pub trait StrategyResult {
+    /// The strategy's name, as configured.
+    fn name(&self) -> &str;
+}
+
+impl<C, S: StrategyResult> ScenarioResult<C, S> {
+    /// The result of the strategy named `name`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast_sim::tail::{self, TailConfig};
+    /// let result = tail::run(&TailConfig { calls: 200, ..TailConfig::default() })?;
+    /// assert!(result.strategy("no hedging").is_some());
+    /// # Ok::<(), steadfast_sim::SimError>(())
+    /// ```
+    #[must_use]
+    pub fn strategy(&self, name: &str) -> Option<&S> {
+        self.strategies.iter().find(|s| s.name() == name)
+    }
+}
+
+/// Runs every strategy of `config` with `run_one`, in order, then compares
+/// the numbers with the source (`agreement`).
+pub(crate) fn run_strategies<C: Clone, T, S>(
+    config: &C,
+    strategies: &[T],
+    run_one: impl FnMut(&T) -> Result<S, SimError>,
+    agreement: impl FnOnce(&[S]) -> Option<Agreement>,
+) -> Result<ScenarioResult<C, S>, SimError> {
+    let strategies = strategies
+        .iter()
+        .map(run_one)
+        .collect::<Result<Vec<_>, _>>()?;
+    let agreement = agreement(&strategies);
+    Ok(ScenarioResult {
+        config: config.clone(),
+        strategies,
+        agreement,
+    })
+}
 
 /// Gives every call of a policy its own random sequence, fixed by the
 /// simulation's seed, and otherwise leaves the schedule alone.

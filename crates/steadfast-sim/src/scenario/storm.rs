@@ -53,7 +53,7 @@ use steadfast::clock::VirtualClock;
 use steadfast::control::{AdaptiveThrottle, RetryBudget, TokenBucket};
 use steadfast::{CallState, Decision, RetryControl, RetryPolicy, Schedule, StopReason, Verdict};
 
-use super::{SeededCalls, mix};
+use super::{ScenarioResult, SeededCalls, StrategyResult, mix, run_strategies};
 use crate::engine::{Engine, Nanos, nanos, secs};
 use crate::error::check;
 use crate::metrics::Series;
@@ -537,30 +537,13 @@ impl StormStrategyResult {
     }
 }
 
-/// The `storm` scenario's result (see [`run`]); equal results compare equal
-/// (the configuration is left out of the comparison).
-#[derive(Debug, Clone, Serialize)]
-pub struct StormResult {
-    /// The settings it ran with.
-    pub config: StormConfig,
-    /// One entry per strategy, in the configured order.
-    pub strategies: Vec<StormStrategyResult>,
-    /// How the numbers compare with the SRE book.
-    pub agreement: Option<Agreement>,
-}
+/// The `storm` scenario's result (see [`run`]): its settings, one
+/// [`StormStrategyResult`] per strategy, and how the numbers compare with the SRE book.
+pub type StormResult = ScenarioResult<StormConfig, StormStrategyResult>;
 
-impl PartialEq for StormResult {
-    fn eq(&self, other: &Self) -> bool {
-        self.strategies == other.strategies && self.agreement == other.agreement
-    }
-}
-
-impl StormResult {
-    /// The result of the strategy named `name` (example in the
-    /// [module docs](self)).
-    #[must_use]
-    pub fn strategy(&self, name: &str) -> Option<&StormStrategyResult> {
-        self.strategies.iter().find(|s| s.name == name)
+impl StrategyResult for StormStrategyResult {
+    fn name(&self) -> &str {
+        &self.name
     }
 }
 
@@ -572,17 +555,7 @@ impl StormResult {
 /// control's builder refuses its settings.
 pub fn run(config: &StormConfig) -> Result<StormResult, SimError> {
     config.validate()?;
-    let strategies = config
-        .strategies
-        .iter()
-        .map(|s| run_one(config, s))
-        .collect::<Result<Vec<_>, _>>()?;
-    let agreement = sre_book(&strategies);
-    Ok(StormResult {
-        config: config.clone(),
-        strategies,
-        agreement,
-    })
+    run_strategies(config, &config.strategies, |s| run_one(config, s), sre_book)
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -37,6 +37,7 @@ use serde::Serialize;
 use steadfast::hedge::AdaptiveDelay;
 use steadfast::{HedgeAction, HedgeDecision, HedgePolicy, HedgeState, Verdict};
 
+use super::{ScenarioResult, StrategyResult, run_strategies};
 use crate::engine::{Engine, Nanos, nanos};
 use crate::error::check;
 use crate::metrics::percentile;
@@ -242,30 +243,13 @@ pub struct TailStrategyResult {
     pub quantile_curve: Vec<(f64, f64)>,
 }
 
-/// The `tail` scenario's result (see [`run`]); equal results compare equal
-/// (the configuration is left out of the comparison).
-#[derive(Debug, Clone, Serialize)]
-pub struct TailResult {
-    /// The settings it ran with.
-    pub config: TailConfig,
-    /// One entry per strategy, in the configured order.
-    pub strategies: Vec<TailStrategyResult>,
-    /// How the numbers compare with "The Tail at Scale".
-    pub agreement: Option<Agreement>,
-}
+/// The `tail` scenario's result (see [`run`]): its settings, one
+/// [`TailStrategyResult`] per strategy, and how the numbers compare with "The Tail at Scale".
+pub type TailResult = ScenarioResult<TailConfig, TailStrategyResult>;
 
-impl PartialEq for TailResult {
-    fn eq(&self, other: &Self) -> bool {
-        self.strategies == other.strategies && self.agreement == other.agreement
-    }
-}
-
-impl TailResult {
-    /// The result of the strategy named `name` (example in the
-    /// [module docs](self)).
-    #[must_use]
-    pub fn strategy(&self, name: &str) -> Option<&TailStrategyResult> {
-        self.strategies.iter().find(|s| s.name == name)
+impl StrategyResult for TailStrategyResult {
+    fn name(&self) -> &str {
+        &self.name
     }
 }
 
@@ -277,17 +261,12 @@ impl TailResult {
 /// hedging builders refuse their settings.
 pub fn run(config: &TailConfig) -> Result<TailResult, SimError> {
     config.validate()?;
-    let strategies = config
-        .strategies
-        .iter()
-        .map(|s| run_one(config, s))
-        .collect::<Result<Vec<_>, _>>()?;
-    let agreement = tail_at_scale(&strategies);
-    Ok(TailResult {
-        config: config.clone(),
-        strategies,
-        agreement,
-    })
+    run_strategies(
+        config,
+        &config.strategies,
+        |s| run_one(config, s),
+        tail_at_scale,
+    )
 }
 
 fn policy(hedge: TailHedge) -> Result<HedgePolicy, SimError> {
