@@ -49,6 +49,55 @@ macro_rules! in_place {
     };
 }
 
+/// Makes the future and moves it into [`ready_moved`].
+macro_rules! moved {
+    ($fut:expr) => {
+        ready_moved($fut)
+    };
+}
+
+/// The async success-path contenders in one group, each future made and
+/// polled by `$poll!` ([`in_place!`] or [`moved!`]).
+macro_rules! success_async_group {
+    ($c:expr, $name:literal, $policy:expr, $poll:ident) => {{
+        let policy = $policy;
+        let mut g = $c.benchmark_group($name);
+        g.bench_function("direct", |b| b.iter(|| $poll!(op_async(black_box(1)))));
+        g.bench_function("steadfast", |b| {
+            b.iter(|| {
+                $poll!(
+                    (|_: Attempt| op_async(black_box(1)))
+                        .retry(policy)
+                        .into_future()
+                )
+            })
+        });
+        g.bench_function("backon", |b| {
+            b.iter(|| {
+                $poll!(backon::Retryable::retry(
+                    || op_async(black_box(1)),
+                    backon::ExponentialBuilder::default().with_max_times(2),
+                ))
+            })
+        });
+        g.bench_function("tokio-retry", |b| {
+            b.iter(|| {
+                $poll!(tokio_retry::Retry::start(
+                    tokio_retry::strategy::ExponentialBackoff::from_millis(10).take(2),
+                    || op_async(black_box(1)),
+                ))
+            })
+        });
+        g.bench_function("tower", |b| {
+            use tower::Service;
+            let mut svc =
+                tower::retry::Retry::new(TowerAttempts(3), tower::service_fn(|x: u64| op_async(x)));
+            b.iter(|| $poll!(svc.call(black_box(1))));
+        });
+        g.finish();
+    }};
+}
+
 #[inline(never)]
 fn op(x: u64) -> Result<u64, std::io::Error> {
     Ok(black_box(x) + 1)
@@ -87,76 +136,9 @@ fn success_async(c: &mut Criterion) {
         .unwrap();
     let _guard = rt.enter();
     let policy = RetryPolicy::builder().max_attempts(3).build().unwrap();
-    let mut g = c.benchmark_group("success_async");
-    g.bench_function("direct", |b| b.iter(|| in_place!(op_async(black_box(1)))));
-    g.bench_function("steadfast", |b| {
-        b.iter(|| {
-            in_place!(
-                (|_: Attempt| op_async(black_box(1)))
-                    .retry(&policy)
-                    .into_future()
-            )
-        })
-    });
-    g.bench_function("backon", |b| {
-        b.iter(|| {
-            in_place!(backon::Retryable::retry(
-                || op_async(black_box(1)),
-                backon::ExponentialBuilder::default().with_max_times(2),
-            ))
-        })
-    });
-    g.bench_function("tokio-retry", |b| {
-        b.iter(|| {
-            in_place!(tokio_retry::Retry::start(
-                tokio_retry::strategy::ExponentialBackoff::from_millis(10).take(2),
-                || op_async(black_box(1)),
-            ))
-        })
-    });
-    g.bench_function("tower", |b| {
-        use tower::Service;
-        let mut svc =
-            tower::retry::Retry::new(TowerAttempts(3), tower::service_fn(|x: u64| op_async(x)));
-        b.iter(|| in_place!(svc.call(black_box(1))));
-    });
-    g.finish();
-
+    success_async_group!(c, "success_async", &policy, in_place);
     // The same contenders, each future moved into a non-inlined poll helper.
-    let mut g = c.benchmark_group("success_async_moved");
-    g.bench_function("direct", |b| b.iter(|| ready_moved(op_async(black_box(1)))));
-    g.bench_function("steadfast", |b| {
-        b.iter(|| {
-            ready_moved(
-                (|_: Attempt| op_async(black_box(1)))
-                    .retry(&policy)
-                    .into_future(),
-            )
-        })
-    });
-    g.bench_function("backon", |b| {
-        b.iter(|| {
-            ready_moved(backon::Retryable::retry(
-                || op_async(black_box(1)),
-                backon::ExponentialBuilder::default().with_max_times(2),
-            ))
-        })
-    });
-    g.bench_function("tokio-retry", |b| {
-        b.iter(|| {
-            ready_moved(tokio_retry::Retry::start(
-                tokio_retry::strategy::ExponentialBackoff::from_millis(10).take(2),
-                || op_async(black_box(1)),
-            ))
-        })
-    });
-    g.bench_function("tower", |b| {
-        use tower::Service;
-        let mut svc =
-            tower::retry::Retry::new(TowerAttempts(3), tower::service_fn(|x: u64| op_async(x)));
-        b.iter(|| ready_moved(svc.call(black_box(1))));
-    });
-    g.finish();
+    success_async_group!(c, "success_async_moved", &policy, moved);
 }
 
 fn success_blocking(c: &mut Criterion) {
@@ -189,6 +171,16 @@ fn success_blocking(c: &mut Criterion) {
     g.finish();
 }
 
+/// Three attempts, no wait between them.
+fn zero_wait_policy() -> RetryPolicy {
+    let zero = Backoff::constant(Duration::ZERO).build().unwrap();
+    RetryPolicy::builder()
+        .max_attempts(3)
+        .backoff(zero)
+        .build()
+        .unwrap()
+}
+
 /// One failure, a zero-length wait, then success: the cost of the retry
 /// machinery itself (classification, decision, delay, timer handling).
 fn one_failure_async(c: &mut Criterion) {
@@ -196,12 +188,7 @@ fn one_failure_async(c: &mut Criterion) {
         .enable_time()
         .build()
         .unwrap();
-    let zero = Backoff::constant(Duration::ZERO).build().unwrap();
-    let policy = RetryPolicy::builder()
-        .max_attempts(3)
-        .backoff(zero)
-        .build()
-        .unwrap();
+    let policy = zero_wait_policy();
     let mut g = c.benchmark_group("one_failure_async");
     g.bench_function("steadfast", |b| {
         b.iter(|| {
@@ -283,12 +270,7 @@ fn one_failure_async(c: &mut Criterion) {
 }
 
 fn one_failure_blocking(c: &mut Criterion) {
-    let zero = Backoff::constant(Duration::ZERO).build().unwrap();
-    let policy = RetryPolicy::builder()
-        .max_attempts(3)
-        .backoff(zero)
-        .build()
-        .unwrap();
+    let policy = zero_wait_policy();
     let mut g = c.benchmark_group("one_failure_blocking");
     g.bench_function("steadfast", |b| {
         b.iter(|| {
