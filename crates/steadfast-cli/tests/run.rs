@@ -26,6 +26,22 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// Runs `steadfast run <flags> -- <fixture> <mode> <state file> <args>` with
+/// a state file in a fresh directory: the output, and how many times the
+/// fixture ran.
+fn run_fixture(flags: &[&str], mode: &str, args: &[&str]) -> (Output, u32) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let state = dir.path().join("state");
+    let state_arg = state.to_str().expect("a UTF-8 path");
+    let mut argv = vec!["run"];
+    argv.extend_from_slice(flags);
+    argv.extend_from_slice(&["--", FIXTURE, mode, state_arg]);
+    argv.extend_from_slice(args);
+    let out = steadfast(&argv);
+    let ran = runs(&state);
+    (out, ran)
+}
+
 fn runs(state: &Path) -> u32 {
     std::fs::read_to_string(state)
         .map(|s| s.trim().parse().expect("a count"))
@@ -34,23 +50,9 @@ fn runs(state: &Path) -> u32 {
 
 #[test]
 fn retries_until_the_program_succeeds() {
-    let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("state");
-    let s = state.to_str().unwrap();
-    let out = steadfast(&[
-        "run",
-        "--backoff",
-        FAST,
-        "--attempts",
-        "5",
-        "--",
-        FIXTURE,
-        "fail",
-        s,
-        "2",
-    ]);
+    let (out, ran) = run_fixture(&["--backoff", FAST, "--attempts", "5"], "fail", &["2"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert_eq!(runs(&state), 3);
+    assert_eq!(ran, 3);
     let err = stderr(&out);
     assert!(
         err.contains("attempt 1/5 failed (exit 1); retrying in 1ms"),
@@ -65,23 +67,13 @@ fn retries_until_the_program_succeeds() {
 
 #[test]
 fn gives_up_with_the_last_exit_status() {
-    let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("state");
-    let s = state.to_str().unwrap();
-    let out = steadfast(&[
-        "run",
-        "--backoff",
-        FAST,
-        "--attempts",
-        "3",
-        "--",
-        FIXTURE,
+    let (out, ran) = run_fixture(
+        &["--backoff", FAST, "--attempts", "3"],
         "codes",
-        s,
-        "5,6,7,8",
-    ]);
+        &["5,6,7,8"],
+    );
     assert_eq!(code(&out), 7, "{}", stderr(&out));
-    assert_eq!(runs(&state), 3);
+    assert_eq!(ran, 3);
     let err = stderr(&out);
     assert!(err.contains("failed after 3 attempts"), "{err}");
     assert!(err.contains("attempts exhausted"), "{err}");
@@ -89,75 +81,39 @@ fn gives_up_with_the_last_exit_status() {
 
 #[test]
 fn attempts_default_to_five() {
-    let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("state");
-    let s = state.to_str().unwrap();
-    let out = steadfast(&[
-        "run",
-        "--backoff",
-        FAST,
-        "--",
-        FIXTURE,
-        "fail",
-        s,
-        "100",
-        "3",
-    ]);
+    let (out, ran) = run_fixture(&["--backoff", FAST], "fail", &["100", "3"]);
     assert_eq!(code(&out), 3);
-    assert_eq!(runs(&state), 5);
+    assert_eq!(ran, 5);
 }
 
 #[test]
 fn one_attempt_means_no_retry() {
-    let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("state");
-    let s = state.to_str().unwrap();
-    let out = steadfast(&["run", "--attempts", "1", "--", FIXTURE, "fail", s, "1", "4"]);
+    let (out, ran) = run_fixture(&["--attempts", "1"], "fail", &["1", "4"]);
     assert_eq!(code(&out), 4);
-    assert_eq!(runs(&state), 1);
+    assert_eq!(ran, 1);
     assert!(!stderr(&out).contains("retrying"));
 }
 
 #[test]
 fn stop_on_stops_at_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("state");
-    let s = state.to_str().unwrap();
-    let out = steadfast(&[
-        "run",
-        "--backoff",
-        FAST,
-        "--stop-on",
-        "3,40-50",
-        "--",
-        FIXTURE,
+    let (out, ran) = run_fixture(
+        &["--backoff", FAST, "--stop-on", "3,40-50"],
         "codes",
-        s,
-        "1,42,1",
-    ]);
+        &["1,42,1"],
+    );
     assert_eq!(code(&out), 42, "{}", stderr(&out));
-    assert_eq!(runs(&state), 2);
+    assert_eq!(ran, 2);
 }
 
 #[test]
 fn retry_on_limits_what_is_retried() {
-    let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("state");
-    let s = state.to_str().unwrap();
-    let out = steadfast(&[
-        "run",
-        "--backoff",
-        FAST,
-        "--retry-on",
-        "75,100-110",
-        "--",
-        FIXTURE,
+    let (out, ran) = run_fixture(
+        &["--backoff", FAST, "--retry-on", "75,100-110"],
         "codes",
-        s,
-        "75,105,9,0",
-    ]);
+        &["75,105,9,0"],
+    );
     assert_eq!(code(&out), 9, "{}", stderr(&out));
-    assert_eq!(runs(&state), 3);
+    assert_eq!(ran, 3);
 }
 
 #[test]
