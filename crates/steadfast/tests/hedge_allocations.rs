@@ -9,26 +9,18 @@
 
 #![allow(clippy::print_stdout)] // a harness-less test reports its own result
 
-use std::alloc::System;
 use std::future::{Future, IntoFuture};
 use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use steadfast::clock::{AsyncClock, Clock};
 use steadfast::{Attempt, CancelToken, HedgePolicy, HedgeStats, Hedgeable};
 
-#[global_allocator]
-static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+mod counting;
 
-fn allocations_during(f: impl FnOnce()) -> usize {
-    let region = Region::new(GLOBAL);
-    f();
-    let stats = region.change();
-    stats.allocations + stats.reallocations
-}
+use counting::allocations_during;
 
 /// A clock frozen at one instant whose sleeps never end and cost nothing.
 #[derive(Debug, Clone)]

@@ -9,29 +9,21 @@
 
 #![allow(clippy::print_stdout)] // a harness-less test reports its own result
 
-use std::alloc::System;
 use std::future::{Future, IntoFuture};
 use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use steadfast::backoff::Backoff;
 use steadfast::clock::{SystemClock, TokioClock};
 use steadfast::control::TokenBucket;
 use steadfast::retry::{BlockingRetryable, Retryable};
 use steadfast::{Attempt, CancelToken, RetryPolicy};
 
-#[global_allocator]
-static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+mod counting;
 
-fn allocations_during(f: impl FnOnce()) -> usize {
-    let region = Region::new(GLOBAL);
-    f();
-    let stats = region.change();
-    stats.allocations + stats.reallocations
-}
+use counting::allocations_during;
 
 fn poll_once<F: Future>(fut: F) -> Poll<F::Output> {
     let mut cx = Context::from_waker(Waker::noop());
