@@ -94,16 +94,9 @@ impl RetryPolicy<Backoff> {
 }
 
 impl Default for RetryPolicy<Backoff> {
+    /// The builder's defaults (see [`RetryPolicy::builder`]).
     fn default() -> Self {
-        Self {
-            schedule: Backoff::default(),
-            max_attempts: DEFAULT_MAX_ATTEMPTS,
-            max_delay: DEFAULT_MAX_DELAY,
-            max_elapsed: None,
-            attempt_timeout: None,
-            control: None,
-            lean: true,
-        }
+        RetryPolicyBuilder::new(Backoff::default()).policy
     }
 }
 
