@@ -9,6 +9,8 @@
 //! The budgets run on three clocks, the mutex version always on the same one
 //! as steadfast's: the system clock, a frozen clock (their own cost alone)
 //! and a `CoarseClock` (an atomic load refreshed every millisecond).
+//! The window group also times a bare `fetch_add` on a shared counter: the
+//! floor of any design that claims a position per report.
 //!
 //! ```text
 //! cargo bench -p steadfast --bench control -- --warm-up-time 1 --measurement-time 3
@@ -16,6 +18,7 @@
 #![allow(missing_docs)]
 
 use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -81,6 +84,18 @@ impl Op for Tower {
     fn op(&self, _i: u64) -> bool {
         self.0.deposit();
         self.0.withdraw()
+    }
+}
+
+/// The floor of any window that claims a shared position per report: one
+/// `fetch_add` on a shared counter and nothing else. Not a contender: it
+/// shows what a single locked instruction costs on the machine at hand.
+struct OneFetchAdd(AtomicU64);
+
+impl Op for OneFetchAdd {
+    #[inline]
+    fn op(&self, i: u64) -> bool {
+        self.0.fetch_add(1, Ordering::Relaxed) != i
     }
 }
 
@@ -273,6 +288,10 @@ fn window(c: &mut Criterion) {
                 )),
             ),
             ("mutex", Arc::new(MutexWindow::new(16, 16))),
+            (
+                "floor: one fetch_add",
+                Arc::new(OneFetchAdd(AtomicU64::new(0))),
+            ),
         ]
     };
     uncontended(c, "failure window", subjects());
