@@ -8,7 +8,9 @@
 //! `TpsBudget`. Measured on one thread and on two threads sharing one object.
 //! The budgets run on three clocks, the mutex version always on the same one
 //! as steadfast's: the system clock, a frozen clock (their own cost alone)
-//! and a `CoarseClock` (an atomic load refreshed every millisecond).
+//! and a `CoarseClock` (an atomic load refreshed every millisecond). The
+//! frozen and the coarse clock have `Clock::ticks`, which both budgets read
+//! instead of subtracting `Instant`s.
 //! The window group also times a bare `fetch_add` on a shared counter: the
 //! floor of any design that claims a position per report.
 //!
@@ -66,6 +68,9 @@ impl Clock for Frozen {
         self.0
     }
     fn sleep_blocking(&self, _: Duration) {}
+    fn ticks(&self) -> Option<u64> {
+        Some(0)
+    }
 }
 
 impl<C: Clock> Op for OursBudget<C> {
@@ -175,7 +180,8 @@ impl Op for MutexBucket {
 struct MutexBudget<C: Clock> {
     clock: C,
     start: Instant,
-    width: Duration,
+    start_ticks: Option<u64>,
+    width_nanos: u64,
     state: Mutex<[(u64, i64, i64); 10]>,
     reserve: i64,
     deposit: i64,
@@ -186,17 +192,26 @@ impl<C: Clock> MutexBudget<C> {
     fn new(clock: C) -> Self {
         Self {
             start: clock.now(),
+            start_ticks: clock.ticks(),
             clock,
-            width: Duration::from_secs(1),
+            width_nanos: 1_000_000_000,
             state: Mutex::new([(0, 0, 0); 10]),
             reserve: 10 * 10 * 100_000,
             deposit: 20_000,
         }
     }
 
+    /// The slot number, read like steadfast's budget reads it: from the
+    /// clock's ticks when it has them, else from `Instant`s.
     fn epoch(&self) -> u64 {
-        let now = self.clock.now();
-        (now.saturating_duration_since(self.start).as_nanos() / self.width.as_nanos()) as u64
+        let nanos = match (self.start_ticks, self.clock.ticks()) {
+            (Some(start), Some(now)) => now.saturating_sub(start),
+            _ => {
+                let since = self.clock.now().saturating_duration_since(self.start);
+                u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
+            }
+        };
+        nanos / self.width_nanos
     }
 
     fn with_slot(&self, f: impl FnOnce(&mut [(u64, i64, i64); 10], usize)) {

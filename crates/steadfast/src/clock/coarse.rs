@@ -15,8 +15,9 @@ use super::Clock;
 /// ticker thread is not scheduled in time). Meant for time-windowed
 /// controls such as [`RetryBudget`](crate::control::RetryBudget), whose
 /// slots are at least 100 ms wide: a call counted up to a millisecond late
-/// in its slot changes nothing that matters. Sleeps block on the system
-/// clock.
+/// in its slot changes nothing that matters. Those controls read its
+/// [`ticks`](Clock::ticks) (the load alone, no `Instant` arithmetic). Sleeps
+/// block on the system clock.
 ///
 /// ```
 /// use std::time::Duration;
@@ -95,6 +96,13 @@ impl Clock for CoarseClock {
     fn sleep_blocking(&self, duration: Duration) {
         std::thread::sleep(duration);
     }
+
+    /// The elapsed time since the clock was created, in nanoseconds: one
+    /// atomic load.
+    #[inline]
+    fn ticks(&self) -> Option<u64> {
+        Some(self.shared.elapsed.load(Ordering::Acquire))
+    }
 }
 
 #[cfg(test)]
@@ -114,7 +122,12 @@ mod tests {
                 start.elapsed() < Duration::from_secs(30),
                 "the ticker stalled"
             );
+            let ticks = clock.ticks().expect("a coarse clock has ticks");
             let now = clock.now();
+            // Same time line: the ticks read just before `now` are the
+            // nanoseconds from the base to `now` or, if a tick landed in
+            // between, to an earlier reading.
+            assert!(clock.shared.base + Duration::from_nanos(ticks) <= now);
             assert!(now >= last, "went backwards");
             assert!(now <= Instant::now(), "ran ahead of the system clock");
             last = now;

@@ -18,6 +18,7 @@
 //! ```
 
 mod coarse;
+mod stopwatch;
 mod system;
 #[cfg(feature = "tokio")]
 mod tokio_clock;
@@ -30,6 +31,7 @@ use std::time::{Duration, Instant};
 use crate::cancel::CancelToken;
 
 pub use coarse::CoarseClock;
+pub(crate) use stopwatch::Stopwatch;
 pub use system::SystemClock;
 #[cfg(feature = "tokio")]
 pub use tokio_clock::TokioClock;
@@ -53,6 +55,34 @@ pub trait Clock: Clone + fmt::Debug + Send + Sync + 'static {
     /// virtual clock advances instead.
     fn sleep_blocking_cancellable(&self, duration: Duration, cancel: &CancelToken) -> bool {
         cancel.wait_timeout(duration)
+    }
+
+    /// A cheaper reading of the same time line, for hot paths that only need
+    /// how much time passed between two readings: nanoseconds since an origin
+    /// of the clock's own choosing, or `None` when the clock has nothing
+    /// cheaper than [`now`](Clock::now) (the default).
+    ///
+    /// A clock that returns `Some` returns it on every call, from every
+    /// clone, with the same origin, and the difference of two readings is
+    /// the time `now()` would say passed between them. Time-windowed
+    /// controls ([`RetryBudget`](crate::control::RetryBudget),
+    /// [`AdaptiveThrottle`](crate::control::AdaptiveThrottle)) use it to find
+    /// their slot without `Instant` arithmetic; [`CoarseClock`] and
+    /// [`VirtualClock`] provide it.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::clock::{Clock, SystemClock, VirtualClock};
+    ///
+    /// let clock = VirtualClock::new();
+    /// let before = clock.ticks().unwrap();
+    /// clock.advance(Duration::from_millis(3));
+    /// assert_eq!(clock.ticks().unwrap() - before, 3_000_000);
+    /// assert_eq!(SystemClock.ticks(), None);
+    /// ```
+    #[inline]
+    fn ticks(&self) -> Option<u64> {
+        None
     }
 }
 

@@ -159,6 +159,11 @@ impl Clock for VirtualClock {
         self.inner.base + self.lock().offset
     }
 
+    /// The virtual time since the clock was created, in nanoseconds.
+    fn ticks(&self) -> Option<u64> {
+        Some(u64::try_from(self.lock().offset.as_nanos()).unwrap_or(u64::MAX))
+    }
+
     fn sleep_blocking(&self, duration: Duration) {
         let until = self.now() + duration;
         if self.inner.auto_advance {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::slots::{Counter, TimeWindow};
 use super::sync::{AtomicU64, Ordering};
 use super::{Outcome, Refusal, RefusingFlag, RetryControl, report_transition};
-use crate::clock::{Clock, SystemClock};
+use crate::clock::{Clock, Stopwatch, SystemClock};
 use crate::{ConfigError, Rng};
 
 const NAME: &str = "adaptive throttle";
@@ -77,7 +77,7 @@ const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
 /// # Ok(()) }
 /// ```
 pub struct AdaptiveThrottle<C: Clock = SystemClock> {
-    clock: C,
+    time: Stopwatch<C>,
     window: TimeWindow,
     k: f64,
     span: Duration,
@@ -206,7 +206,7 @@ impl<C: Clock> AdaptiveThrottle<C> {
 
     #[inline]
     fn epoch(&self) -> u64 {
-        self.window.epoch(self.clock.now())
+        self.window.epoch(self.time.elapsed_nanos())
     }
 
     /// One request: decide, count it, and count the rejection if any.
@@ -302,10 +302,9 @@ impl AdaptiveThrottleBuilder {
             ));
         }
         let seed = Rng::seeded_or_entropy(self.seed).next_u64();
-        let start = clock.now();
         Ok(AdaptiveThrottle {
-            window: TimeWindow::new(start, self.window),
-            clock,
+            window: TimeWindow::new(self.window),
+            time: Stopwatch::new(clock),
             k: self.k,
             span: self.window,
             draws: AtomicU64::new(seed),

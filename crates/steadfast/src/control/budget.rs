@@ -7,7 +7,7 @@ use super::slots::{Counter, TimeWindow};
 use super::sync::{AtomicI64, AtomicU64, Ordering, StripedCounter};
 use super::{Grant, Outcome, Refusal, RefusingFlag, RetryControl, report_transition};
 use crate::ConfigError;
-use crate::clock::{Clock, SystemClock};
+use crate::clock::{Clock, Stopwatch, SystemClock};
 
 const NAME: &str = "retry budget";
 
@@ -83,7 +83,7 @@ const RETRIES: Counter = Counter::B;
 /// # Ok(()) }
 /// ```
 pub struct RetryBudget<C: Clock = SystemClock> {
-    clock: C,
+    time: Stopwatch<C>,
     window: TimeWindow,
     deposit: i128,
     reserve: i128,
@@ -224,7 +224,7 @@ impl<C: Clock> RetryBudget<C> {
     /// The one clock read of an operation.
     #[inline]
     fn epoch(&self) -> u64 {
-        self.window.current(self.clock.now())
+        self.window.current(self.time.elapsed_nanos())
     }
 
     #[inline]
@@ -423,10 +423,9 @@ impl RetryBudgetBuilder {
         let ttl_millis = i128::try_from(self.ttl.as_millis()).unwrap_or(60_000);
         // min_per_sec · ttl retries, in units.
         let reserve = i128::from(self.min_per_sec) * ttl_millis * WITHDRAWAL / 1000;
-        let start = clock.now();
         Ok(RetryBudget {
-            window: TimeWindow::new(start, self.ttl),
-            clock,
+            window: TimeWindow::new(self.ttl),
+            time: Stopwatch::new(clock),
             deposit: i128::from(percent_milli),
             reserve,
             percent_milli,
@@ -465,7 +464,7 @@ impl<C: Clock> RetryControl for RetryBudget<C> {
 
     #[inline]
     fn allow_retry(&self) -> Result<(), Refusal> {
-        let now = self.clock.now();
+        let now = self.time.elapsed_nanos();
         let mut epoch = self.window.current(now);
         // A second turn only when the slot turned between the look and the
         // count (the same `now` then maps to the newer epoch).
@@ -521,6 +520,8 @@ impl<C: Clock> fmt::Debug for RetryBudget<C> {
 #[cfg(all(test, not(loom)))]
 #[allow(clippy::float_cmp)] // the compared values are exact by construction
 mod tests {
+    use std::time::Instant;
+
     use super::*;
     use crate::clock::VirtualClock;
     use proptest::prelude::*;
@@ -691,6 +692,54 @@ mod tests {
                     - WITHDRAWAL * live(&events, true);
                 prop_assert_eq!(snap.available, balance as f64 / WITHDRAWAL as f64);
             }
+        }
+
+        /// A clock without [`Clock::ticks`] (time from `Instant`s) gives the
+        /// same decisions as the same time line read through its ticks.
+        #[test]
+        fn instant_time_and_ticks_agree(
+            steps in proptest::collection::vec((0u8..4, 0u64..1500), 1..200),
+        ) {
+            let clock = VirtualClock::new();
+            let ticks = budget(10.0, 1, &clock);
+            let instants = RetryBudget::builder()
+                .percent(10.0)
+                .min_per_sec(1)
+                .ttl(Duration::from_secs(10))
+                .build_with_clock(InstantsOnly(clock.clone()))
+                .unwrap();
+            for (kind, millis) in steps {
+                match kind {
+                    0 => {
+                        ticks.admit().unwrap();
+                        instants.admit().unwrap();
+                    }
+                    1 => prop_assert_eq!(
+                        ticks.allow_retry().is_ok(),
+                        instants.allow_retry().is_ok()
+                    ),
+                    2 => {
+                        ticks.refund(Grant::Retry);
+                        instants.refund(Grant::Retry);
+                    }
+                    _ => clock.sleep_blocking(Duration::from_millis(millis)),
+                }
+                let (a, b) = (ticks.snapshot(), instants.snapshot());
+                prop_assert_eq!((a.requests, a.retries), (b.requests, b.retries));
+            }
+        }
+    }
+
+    /// A virtual clock seen only through `now()`.
+    #[derive(Debug, Clone)]
+    struct InstantsOnly(VirtualClock);
+
+    impl Clock for InstantsOnly {
+        fn now(&self) -> Instant {
+            self.0.now()
+        }
+        fn sleep_blocking(&self, duration: Duration) {
+            self.0.sleep_blocking(duration);
         }
     }
 }

@@ -1,7 +1,8 @@
 //! A sliding time window of event counts, lock-free: the shared machinery of
 //! the retry budget and the adaptive throttle.
 //!
-//! Time is cut into `SLOTS` slots of `width`; the window is the current slot
+//! Time (nanoseconds since the owner's start) is cut into `SLOTS` slots of
+//! `width`; the window is the current slot
 //! and the `SLOTS - 1` before it. Each slot holds two counters (`a` and `b`,
 //! say requests and retries). A counter is one `u64`: the high 32 bits tag
 //! the slot's epoch (which `width`-long stretch of time it counts), the low
@@ -17,7 +18,7 @@
 //! slots); a slot untouched for exactly a multiple of that would be taken as
 //! current, which is accepted.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::sync::{AtomicU64, Ordering};
 
@@ -73,10 +74,10 @@ impl Stamp {
     }
 }
 
-/// The sliding window itself (no clock: callers pass the epoch).
+/// The sliding window itself (no clock: callers pass the time since their
+/// start, in nanoseconds, or the epoch).
 #[derive(Debug)]
 pub(crate) struct TimeWindow {
-    start: Instant,
     width_nanos: u64,
     slots: Box<[Slot]>,
     /// The latest epoch any caller of [`current`](Self::current) has seen.
@@ -84,8 +85,8 @@ pub(crate) struct TimeWindow {
 }
 
 impl TimeWindow {
-    /// A window of `span` (at least `SLOTS` ns) starting at `start`.
-    pub(crate) fn new(start: Instant, span: Duration) -> Self {
+    /// A window of `span` (at least `SLOTS` ns).
+    pub(crate) fn new(span: Duration) -> Self {
         let nanos = u64::try_from(span.as_nanos()).unwrap_or(u64::MAX);
         let width_nanos = (nanos / SLOTS).max(1);
         let slots = (0..SLOTS)
@@ -95,26 +96,20 @@ impl TimeWindow {
             })
             .collect();
         Self {
-            start,
             width_nanos,
             slots,
             latest: AtomicU64::new(0),
         }
     }
 
-    /// The epoch to count an event at `now` in: `now`'s own, or the latest
+    /// The epoch to count an event at `nanos` (since the start) in: its own, or the latest
     /// epoch any caller has seen if that is later (a caller that read the
     /// clock just before another one turned the slot counts in the new
     /// slot, as [`add`](Self::add) would make it anyway). While the slot has
     /// not turned this is one load and a multiplication; the division and a
     /// `fetch_max` happen once per turn of the slot (per thread that sees it).
     #[inline]
-    pub(crate) fn current(&self, now: Instant) -> u64 {
-        let since = now.saturating_duration_since(self.start);
-        let nanos = since
-            .as_secs()
-            .saturating_mul(1_000_000_000)
-            .saturating_add(u64::from(since.subsec_nanos()));
+    pub(crate) fn current(&self, nanos: u64) -> u64 {
         let latest = self.latest.load(Ordering::SeqCst);
         // `latest <= u64::MAX / width_nanos`, so `latest + 1` cannot overflow.
         if nanos < (latest + 1).saturating_mul(self.width_nanos) {
@@ -124,11 +119,10 @@ impl TimeWindow {
         self.latest.fetch_max(epoch, Ordering::SeqCst).max(epoch)
     }
 
-    /// The epoch (slot number since `start`) of `now`.
+    /// The epoch (slot number since the start) of `nanos` since the start.
     #[inline]
-    pub(crate) fn epoch(&self, now: Instant) -> u64 {
-        let nanos = now.saturating_duration_since(self.start).as_nanos();
-        u64::try_from(nanos).unwrap_or(u64::MAX) / self.width_nanos
+    pub(crate) fn epoch(&self, nanos: u64) -> u64 {
+        nanos / self.width_nanos
     }
 
     #[inline]
@@ -322,9 +316,8 @@ mod tests {
 
     #[test]
     fn counts_slide_out_of_the_window() {
-        let start = Instant::now();
-        let w = TimeWindow::new(start, Duration::from_secs(10));
-        let at = |s: u64| w.epoch(start + Duration::from_millis(s));
+        let w = TimeWindow::new(Duration::from_secs(10));
+        let at = |ms: u64| w.epoch(ms * 1_000_000);
         w.add(at(0), Counter::A);
         w.add(at(500), Counter::A);
         w.add(at(1500), Counter::B);
@@ -339,8 +332,7 @@ mod tests {
 
     #[test]
     fn undo_and_take_back() {
-        let start = Instant::now();
-        let w = TimeWindow::new(start, Duration::from_secs(1));
+        let w = TimeWindow::new(Duration::from_secs(1));
         let s = w.add(0, Counter::B);
         w.add(3, Counter::B);
         w.undo(s, Counter::B);
@@ -357,7 +349,7 @@ mod tests {
 
     #[test]
     fn late_writer_counts_in_the_later_epoch() {
-        let w = TimeWindow::new(Instant::now(), Duration::from_secs(1));
+        let w = TimeWindow::new(Duration::from_secs(1));
         w.add(12, Counter::A);
         let s = w.add(2, Counter::A); // read the time before the recycle
         assert_eq!(s.epoch(), 12);

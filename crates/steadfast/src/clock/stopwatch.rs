@@ -1,0 +1,77 @@
+//! Elapsed time on a [`Clock`], read the cheapest way the clock allows.
+
+use std::time::Instant;
+
+use super::Clock;
+
+/// Nanoseconds elapsed on `clock` since it was handed over: the time base of
+/// the windowed controls. It reads [`Clock::ticks`] when the clock has them,
+/// and subtracts `Instant`s otherwise.
+#[derive(Debug, Clone)]
+pub(crate) struct Stopwatch<C> {
+    clock: C,
+    start: Instant,
+    start_ticks: Option<u64>,
+}
+
+impl<C: Clock> Stopwatch<C> {
+    /// Starts now, on `clock`.
+    pub(crate) fn new(clock: C) -> Self {
+        Self {
+            start_ticks: clock.ticks(),
+            start: clock.now(),
+            clock,
+        }
+    }
+
+    /// Nanoseconds since the start (saturating; 0 if the clock reads earlier).
+    #[inline]
+    pub(crate) fn elapsed_nanos(&self) -> u64 {
+        if let Some(start) = self.start_ticks
+            && let Some(ticks) = self.clock.ticks()
+        {
+            return ticks.saturating_sub(start);
+        }
+        let since = self.clock.now().saturating_duration_since(self.start);
+        since
+            .as_secs()
+            .saturating_mul(1_000_000_000)
+            .saturating_add(u64::from(since.subsec_nanos()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::clock::VirtualClock;
+
+    /// A virtual clock seen only through `now()`.
+    #[derive(Debug, Clone)]
+    struct InstantsOnly(VirtualClock);
+
+    impl Clock for InstantsOnly {
+        fn now(&self) -> Instant {
+            self.0.now()
+        }
+        fn sleep_blocking(&self, duration: Duration) {
+            self.0.sleep_blocking(duration);
+        }
+    }
+
+    #[test]
+    fn ticks_and_instants_measure_the_same_time() {
+        let clock = VirtualClock::new();
+        clock.advance(Duration::from_secs(7)); // the start is not the clock's origin
+        let by_ticks = Stopwatch::new(clock.clone());
+        let by_instants = Stopwatch::new(InstantsOnly(clock.clone()));
+        assert!(by_ticks.start_ticks.is_some());
+        assert!(by_instants.start_ticks.is_none());
+        for step in [0, 1, 999_999_999, 3_600_000_000_000] {
+            clock.advance(Duration::from_nanos(step));
+            assert_eq!(by_ticks.elapsed_nanos(), by_instants.elapsed_nanos());
+        }
+        assert_eq!(by_ticks.elapsed_nanos(), 3_601_000_000_000);
+    }
+}
