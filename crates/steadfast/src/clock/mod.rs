@@ -31,6 +31,8 @@ use std::time::{Duration, Instant};
 use crate::cancel::CancelToken;
 
 pub use coarse::CoarseClock;
+#[cfg(test)]
+pub(crate) use stopwatch::InstantsOnly;
 pub(crate) use stopwatch::Stopwatch;
 pub use system::SystemClock;
 #[cfg(feature = "tokio")]

@@ -40,25 +40,28 @@ impl<C: Clock> Stopwatch<C> {
     }
 }
 
+/// A clock seen only through `now()` (no ticks): for tests of the `Instant`
+/// path.
+#[cfg(test)]
+#[derive(Debug, Clone)]
+pub(crate) struct InstantsOnly<C>(pub(crate) C);
+
+#[cfg(test)]
+impl<C: Clock> Clock for InstantsOnly<C> {
+    fn now(&self) -> Instant {
+        self.0.now()
+    }
+    fn sleep_blocking(&self, duration: std::time::Duration) {
+        self.0.sleep_blocking(duration);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
 
     use super::*;
     use crate::clock::VirtualClock;
-
-    /// A virtual clock seen only through `now()`.
-    #[derive(Debug, Clone)]
-    struct InstantsOnly(VirtualClock);
-
-    impl Clock for InstantsOnly {
-        fn now(&self) -> Instant {
-            self.0.now()
-        }
-        fn sleep_blocking(&self, duration: Duration) {
-            self.0.sleep_blocking(duration);
-        }
-    }
 
     #[test]
     fn ticks_and_instants_measure_the_same_time() {

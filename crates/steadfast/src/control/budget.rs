@@ -520,10 +520,8 @@ impl<C: Clock> fmt::Debug for RetryBudget<C> {
 #[cfg(all(test, not(loom)))]
 #[allow(clippy::float_cmp)] // the compared values are exact by construction
 mod tests {
-    use std::time::Instant;
-
     use super::*;
-    use crate::clock::VirtualClock;
+    use crate::clock::{InstantsOnly, VirtualClock};
     use proptest::prelude::*;
 
     fn budget(percent: f64, min_per_sec: u32, clock: &VirtualClock) -> RetryBudget<VirtualClock> {
@@ -727,19 +725,6 @@ mod tests {
                 let (a, b) = (ticks.snapshot(), instants.snapshot());
                 prop_assert_eq!((a.requests, a.retries), (b.requests, b.retries));
             }
-        }
-    }
-
-    /// A virtual clock seen only through `now()`.
-    #[derive(Debug, Clone)]
-    struct InstantsOnly(VirtualClock);
-
-    impl Clock for InstantsOnly {
-        fn now(&self) -> Instant {
-            self.0.now()
-        }
-        fn sleep_blocking(&self, duration: Duration) {
-            self.0.sleep_blocking(duration);
         }
     }
 }
