@@ -103,6 +103,16 @@ fn op(x: u64) -> Result<u64, std::io::Error> {
     Ok(black_box(x) + 1)
 }
 
+/// The failure path's operation: fails on its first attempt, then succeeds.
+#[inline]
+fn fail_first(first: bool, x: u64) -> Result<u64, std::io::Error> {
+    if first {
+        Err(std::io::Error::other("x"))
+    } else {
+        op(x)
+    }
+}
+
 #[inline(never)]
 async fn op_async(x: u64) -> Result<u64, std::io::Error> {
     Ok(black_box(x) + 1)
@@ -193,15 +203,9 @@ fn one_failure_async(c: &mut Criterion) {
     g.bench_function("steadfast", |b| {
         b.iter(|| {
             rt.block_on(
-                (|a: Attempt| async move {
-                    if a.is_first() {
-                        Err(std::io::Error::other("x"))
-                    } else {
-                        op(1)
-                    }
-                })
-                .retry(&policy)
-                .into_future(),
+                (|a: Attempt| async move { fail_first(a.is_first(), 1) })
+                    .retry(&policy)
+                    .into_future(),
             )
         })
     });
@@ -212,13 +216,7 @@ fn one_failure_async(c: &mut Criterion) {
                 move || {
                     n += 1;
                     let first = n == 1;
-                    async move {
-                        if first {
-                            Err(std::io::Error::other("x"))
-                        } else {
-                            op(1)
-                        }
-                    }
+                    async move { fail_first(first, 1) }
                 },
                 backon::ConstantBuilder::default()
                     .with_delay(Duration::ZERO)
@@ -234,13 +232,7 @@ fn one_failure_async(c: &mut Criterion) {
                 move || {
                     n += 1;
                     let first = n == 1;
-                    async move {
-                        if first {
-                            Err(std::io::Error::other("x"))
-                        } else {
-                            op(1)
-                        }
-                    }
+                    async move { fail_first(first, 1) }
                 },
             ))
         })
@@ -254,13 +246,7 @@ fn one_failure_async(c: &mut Criterion) {
                 tower::service_fn(move |x: u64| {
                     n += 1;
                     let first = n == 1;
-                    async move {
-                        if first {
-                            Err(std::io::Error::other("x"))
-                        } else {
-                            op(x)
-                        }
-                    }
+                    async move { fail_first(first, x) }
                 }),
             );
             rt.block_on(svc.call(1))
@@ -274,15 +260,9 @@ fn one_failure_blocking(c: &mut Criterion) {
     let mut g = c.benchmark_group("one_failure_blocking");
     g.bench_function("steadfast", |b| {
         b.iter(|| {
-            (|a: Attempt| {
-                if a.is_first() {
-                    Err(std::io::Error::other("x"))
-                } else {
-                    op(1)
-                }
-            })
-            .retry_blocking(&policy)
-            .call()
+            (|a: Attempt| fail_first(a.is_first(), 1))
+                .retry_blocking(&policy)
+                .call()
         })
     });
     g.bench_function("backon", |b| {
@@ -291,11 +271,7 @@ fn one_failure_blocking(c: &mut Criterion) {
             backon::BlockingRetryable::retry(
                 move || {
                     n += 1;
-                    if n == 1 {
-                        Err(std::io::Error::other("x"))
-                    } else {
-                        op(1)
-                    }
+                    fail_first(n == 1, 1)
                 },
                 backon::ConstantBuilder::default()
                     .with_delay(Duration::ZERO)
@@ -309,11 +285,7 @@ fn one_failure_blocking(c: &mut Criterion) {
             let mut n = 0;
             backoff::retry(backoff::backoff::Constant::new(Duration::ZERO), move || {
                 n += 1;
-                if n == 1 {
-                    Err(backoff::Error::transient(std::io::Error::other("x")))
-                } else {
-                    op(1).map_err(backoff::Error::transient)
-                }
+                fail_first(n == 1, 1).map_err(backoff::Error::transient)
             })
         })
     });
