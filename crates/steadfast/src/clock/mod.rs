@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use crate::cancel::CancelToken;
 
 pub use coarse::CoarseClock;
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 pub(crate) use stopwatch::InstantsOnly;
 pub(crate) use stopwatch::Stopwatch;
 pub use system::SystemClock;

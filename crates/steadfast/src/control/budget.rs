@@ -736,15 +736,15 @@ mod loom_tests {
     use loom::thread;
     use std::time::Instant;
 
-    /// A clock that never moves (loom explores interleavings, not time).
-    #[derive(Debug, Clone)]
-    struct Frozen(Instant);
-
-    impl Clock for Frozen {
-        fn now(&self) -> Instant {
-            self.0
-        }
-        fn sleep_blocking(&self, _: Duration) {}
+    /// A budget (ttl 10 s) on `clock`, shared between model threads.
+    fn shared(percent: f64, min_per_sec: u32, clock: &Stepped) -> Arc<RetryBudget<Stepped>> {
+        Arc::new(
+            RetryBudget::builder()
+                .percent(percent)
+                .min_per_sec(min_per_sec)
+                .build_with_clock(clock.clone())
+                .unwrap(),
+        )
     }
 
     /// `threads` threads race for the `worth` retries a budget at `percent`
@@ -752,13 +752,7 @@ mod loom_tests {
     /// exactly the granted ones (refusals undone), and every refusal is
     /// counted once.
     fn racing_withdrawals(percent: f64, threads: u64, worth: usize) {
-        let b = Arc::new(
-            RetryBudget::builder()
-                .percent(percent)
-                .min_per_sec(0)
-                .build_with_clock(Frozen(Instant::now()))
-                .unwrap(),
-        );
+        let b = shared(percent, 0, &Stepped::new()); // time stands still
         b.admit().unwrap();
         b.admit().unwrap();
         let handles: Vec<_> = (0..threads)
@@ -787,12 +781,7 @@ mod loom_tests {
     #[test]
     fn concurrent_deposits_are_not_lost() {
         loom::model(|| {
-            let b = Arc::new(
-                RetryBudget::builder()
-                    .percent(10.0)
-                    .build_with_clock(Frozen(Instant::now()))
-                    .unwrap(),
-            );
+            let b = shared(10.0, 10, &Stepped::new());
             let handles: Vec<_> = (0..2)
                 .map(|_| {
                     let b = Arc::clone(&b);
@@ -844,14 +833,7 @@ mod loom_tests {
     fn refund_of_a_past_deposit_racing_a_withdrawal() {
         loom::model(|| {
             let clock = Stepped::new();
-            let b = Arc::new(
-                RetryBudget::builder()
-                    .percent(100.0)
-                    .min_per_sec(0)
-                    .ttl(Duration::from_secs(10))
-                    .build_with_clock(clock.clone())
-                    .unwrap(),
-            );
+            let b = shared(100.0, 0, &clock);
             b.admit().unwrap();
             b.admit().unwrap(); // two retries' worth, in slot 0
             clock.set_millis(1500); // slot 1: slot 0 is now cached as past
@@ -888,13 +870,7 @@ mod loom_tests {
     fn refund_of_a_past_withdrawal_reaches_the_cache() {
         loom::model(|| {
             let clock = Stepped::new();
-            let b = Arc::new(
-                RetryBudget::builder()
-                    .percent(100.0)
-                    .min_per_sec(0)
-                    .build_with_clock(clock.clone())
-                    .unwrap(),
-            );
+            let b = shared(100.0, 0, &clock);
             b.admit().unwrap();
             assert!(b.allow_retry().is_ok()); // slot 0: one deposit, one retry
             clock.set_millis(1500);
