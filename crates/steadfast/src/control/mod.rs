@@ -427,15 +427,20 @@ mod tests {
         assert_eq!(flag.note(false, true), None);
     }
 
-    #[test]
-    fn all_of_refunds_the_members_that_granted() {
-        let budget = Arc::new(
+    /// A budget of one retry per call, with no per-second minimum.
+    fn retry_per_call_budget() -> Arc<RetryBudget> {
+        Arc::new(
             RetryBudget::builder()
                 .percent(100.0)
                 .min_per_sec(0)
                 .build()
-                .unwrap(),
-        );
+                .expect("valid settings"),
+        )
+    }
+
+    #[test]
+    fn all_of_refunds_the_members_that_granted() {
+        let budget = retry_per_call_budget();
         let window = Arc::new(
             FailureWindow::builder()
                 .bytes(1)
@@ -477,13 +482,7 @@ mod tests {
 
     #[test]
     fn all_of_admit_refunds_the_deposit_when_a_later_member_refuses() {
-        let budget = Arc::new(
-            RetryBudget::builder()
-                .percent(100.0)
-                .min_per_sec(0)
-                .build()
-                .unwrap(),
-        );
+        let budget = retry_per_call_budget();
         let throttle = Arc::new(AdaptiveThrottle::builder().seed(1).build().unwrap());
         let all = AllOf::new(vec![budget.clone(), throttle.clone()]);
         let admitted = (0..200).filter(|_| all.admit().is_ok()).count() as u64;
