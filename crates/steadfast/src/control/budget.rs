@@ -743,7 +743,7 @@ mod loom_tests {
                 .percent(percent)
                 .min_per_sec(min_per_sec)
                 .build_with_clock(clock.clone())
-                .unwrap(),
+                .expect("valid settings"),
         )
     }
 
