@@ -7,24 +7,12 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const STEADFAST: &str = env!("CARGO_BIN_EXE_steadfast");
+mod command;
+
+use command::{STEADFAST, code, stderr, steadfast};
+
 const FIXTURE: &str = env!("CARGO_BIN_EXE_steadfast-fixture");
 const FAST: &str = "constant:delay=1ms";
-
-fn steadfast(args: &[&str]) -> Output {
-    Command::new(STEADFAST)
-        .args(args)
-        .output()
-        .expect("steadfast runs")
-}
-
-fn code(out: &Output) -> i32 {
-    out.status.code().expect("exited with a code")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 /// Runs `steadfast run <flags> -- <fixture> <mode> <state file> <args>` with
 /// a state file in a fresh directory: the output, and how many times the

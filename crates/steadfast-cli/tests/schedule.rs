@@ -1,16 +1,11 @@
 //! `steadfast schedule` end to end: every format parses, seeded output is
 //! deterministic, and `--plot` writes a valid SVG or PNG.
 
-use std::process::{Command, Output};
+mod command;
 
-const STEADFAST: &str = env!("CARGO_BIN_EXE_steadfast");
+use std::process::Output;
 
-fn steadfast(args: &[&str]) -> Output {
-    Command::new(STEADFAST)
-        .args(args)
-        .output()
-        .expect("steadfast runs")
-}
+use command::{assert_png, assert_svg, steadfast};
 
 fn stdout(out: &Output) -> String {
     assert!(
@@ -170,9 +165,7 @@ fn plots_a_valid_svg_and_png() {
         "--plot",
         svg.to_str().unwrap(),
     ]));
-    let text = std::fs::read_to_string(&svg).unwrap();
-    assert!(text.starts_with("<svg") && text.trim_end().ends_with("</svg>"));
-    assert!(text.contains("attempt"));
+    assert!(assert_svg(&svg).contains("attempt"));
 
     let png = dir.path().join("envelope.png");
     stdout(&steadfast(&[
@@ -184,9 +177,7 @@ fn plots_a_valid_svg_and_png() {
         "--plot",
         png.to_str().unwrap(),
     ]));
-    let bytes = std::fs::read(&png).unwrap();
-    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"));
-    assert!(bytes.len() > 1000);
+    assert!(assert_png(&png).len() > 1000);
 }
 
 #[test]

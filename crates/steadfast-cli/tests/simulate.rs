@@ -1,32 +1,9 @@
 //! `steadfast simulate` end to end: small scenarios through the flags into a
 //! temporary folder, and the files of the report.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod command;
 
-const STEADFAST: &str = env!("CARGO_BIN_EXE_steadfast");
-
-fn steadfast(args: &[&str]) -> Output {
-    Command::new(STEADFAST)
-        .args(args)
-        .output()
-        .expect("steadfast runs")
-}
-
-fn assert_svg(path: &Path) {
-    let text = std::fs::read_to_string(path).expect("the SVG is there");
-    assert!(text.starts_with("<svg"), "{}", path.display());
-    assert!(text.trim_end().ends_with("</svg>"), "{}", path.display());
-}
-
-fn assert_png(path: &Path) {
-    let bytes = std::fs::read(path).expect("the PNG is there");
-    assert!(
-        bytes.starts_with(b"\x89PNG\r\n\x1a\n"),
-        "{}",
-        path.display()
-    );
-}
+use command::{assert_png, assert_svg, steadfast};
 
 #[test]
 fn every_scenario_writes_a_report() {
