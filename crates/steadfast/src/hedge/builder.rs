@@ -1,10 +1,9 @@
 use std::borrow::Borrow;
 use std::fmt;
-use std::future::Future;
 
 use super::{HedgePolicy, HedgeStats};
-use crate::retry::DefaultClock;
-use crate::{AnyError, Attempt, CancelToken, ClassifyFn, Clock, Deadline, When};
+use crate::retry::{DefaultClock, Operation};
+use crate::{AnyError, CancelToken, ClassifyFn, Clock, Deadline, When};
 
 /// A hook called once when a hedged call ends, with what it sent. `()` does
 /// nothing; [`FinishFn`] wraps a closure (made by [`Hedge::on_finish`]).
@@ -160,7 +159,8 @@ impl<F, P, K, C, H> Hedge<F, P, K, C, H> {
     }
 }
 
-/// Adds [`hedge`](Hedgeable::hedge) to closures that return futures.
+/// Adds [`hedge`](Hedgeable::hedge) to closures that return futures, and to
+/// every other [`Operation`].
 ///
 /// ```
 /// use std::time::Duration;
@@ -188,10 +188,9 @@ pub trait Hedgeable<Fut>: Sized {
     fn hedge<P: Borrow<HedgePolicy>>(self, policy: P) -> Hedge<Self, P>;
 }
 
-impl<F, Fut> Hedgeable<Fut> for F
+impl<F> Hedgeable<F::Future> for F
 where
-    F: FnMut(Attempt) -> Fut,
-    Fut: Future,
+    F: Operation,
 {
     #[inline]
     fn hedge<P: Borrow<HedgePolicy>>(self, policy: P) -> Hedge<Self, P> {

@@ -13,7 +13,8 @@ use super::{
 };
 use crate::cancel::Cancelled;
 use crate::deadline::WithDeadline;
-use crate::{AsyncClock, Attempt, Classify, Deadline, StopReason};
+use crate::retry::Operation;
+use crate::{AsyncClock, Classify, Deadline, StopReason};
 
 pin_project! {
     /// The hedging executor: the future a [`Hedge`] becomes when awaited.
@@ -82,7 +83,7 @@ where
 
 impl<F, Fut, P, K, C, H, T, E> IntoFuture for Hedge<F, P, K, C, H>
 where
-    F: FnMut(Attempt) -> Fut,
+    F: Operation<Future = Fut>,
     Fut: Future<Output = Result<T, E>>,
     P: Borrow<HedgePolicy>,
     K: Classify<T, E>,
@@ -115,7 +116,7 @@ where
 
 impl<F, Fut, P, K, C, H, T, E> Future for HedgeFuture<F, Fut, P, K, C, H, T, E>
 where
-    F: FnMut(Attempt) -> Fut,
+    F: Operation<Future = Fut>,
     Fut: Future<Output = Result<T, E>>,
     P: Borrow<HedgePolicy>,
     K: Classify<T, E>,
@@ -181,7 +182,7 @@ where
                     HedgeAction::Send(attempt) => {
                         sent_any = true;
                         // Each copy runs with the call's deadline as its ambient one.
-                        let fut = WithDeadline::exactly((this.op)(attempt), attempt.deadline);
+                        let fut = WithDeadline::exactly(this.op.attempt(attempt), attempt.deadline);
                         if attempt.number == 1 {
                             this.first.set(Some(fut));
                         } else {

@@ -10,7 +10,7 @@ use std::time::Duration;
 use pin_project_lite::pin_project;
 
 use super::blocking::{attempt_deadline, refused};
-use super::{AsPolicy, Attempt, Notify, Retry, cancel_reason, conclude};
+use super::{AsPolicy, Attempt, Notify, Operation, Retry, cancel_reason, conclude};
 use crate::cancel::Cancelled;
 use crate::deadline::WithDeadline;
 use crate::hedge::AttemptSet;
@@ -201,7 +201,7 @@ where
 
 impl<F, Fut, P, K, N, C, T, E> IntoFuture for Retry<F, P, K, N, C>
 where
-    F: FnMut(Attempt) -> Fut,
+    F: Operation<Future = Fut>,
     Fut: Future<Output = Result<T, E>>,
     P: AsPolicy,
     K: Classify<T, E>,
@@ -233,7 +233,7 @@ where
 
 impl<F, Fut, P, K, N, C, T, E> Future for RetryFuture<F, Fut, P, K, N, C, T, E>
 where
-    F: FnMut(Attempt) -> Fut,
+    F: Operation<Future = Fut>,
     Fut: Future<Output = Result<T, E>>,
     P: AsPolicy,
     K: Classify<T, E>,
@@ -279,7 +279,7 @@ where
                         if core.is_cancelled() {
                             return Poll::Ready(core.cancelled_lean(false));
                         }
-                        let attempt = (core.op)(Attempt::new(1));
+                        let attempt = core.op.attempt(Attempt::new(1));
                         first.set(First::Polling { attempt });
                         continue;
                     }
@@ -303,7 +303,7 @@ where
 
 impl<F, Fut, P, K, N, C, T, E> Core<F, Fut, P, K, N, C, T, E>
 where
-    F: FnMut(Attempt) -> Fut,
+    F: Operation<Future = Fut>,
     Fut: Future<Output = Result<T, E>>,
     P: AsPolicy,
     K: Classify<T, E>,
@@ -534,8 +534,10 @@ where
         };
         let timer = deadline.map(|d| self.clock.sleep(d.remaining(self.clock.now())));
         run.timer.set(timer);
-        run.attempt
-            .set(Some(WithDeadline::exactly((self.op)(attempt), deadline)));
+        run.attempt.set(Some(WithDeadline::exactly(
+            self.op.attempt(attempt),
+            deadline,
+        )));
         *run.phase = Phase::Attempt;
     }
 

@@ -44,8 +44,8 @@ mod blocking;
 mod builder;
 mod future;
 mod notify;
+mod operation;
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -54,6 +54,7 @@ pub use builder::NoClock;
 pub use builder::{DefaultClock, Retry};
 pub use future::RetryFuture;
 pub use notify::{Notify, NotifyAsync, NotifyFn};
+pub use operation::Operation;
 
 use crate::deadline::CancelCause;
 use crate::hedge::AttemptSet;
@@ -135,7 +136,8 @@ impl<S: Schedule> AsPolicy for Arc<RetryPolicy<S>> {
     }
 }
 
-/// Adds [`retry`](Retryable::retry) to closures that return futures.
+/// Adds [`retry`](Retryable::retry) to closures that return futures, and to
+/// every other [`Operation`].
 ///
 /// ```
 /// use steadfast::retry::Retryable;
@@ -163,10 +165,9 @@ pub trait Retryable<Fut>: Sized {
 pub type BlockingRetry<F, P, K = crate::AnyError, N = ()> =
     Retry<F, P, K, N, crate::clock::SystemClock>;
 
-impl<F, Fut> Retryable<Fut> for F
+impl<F> Retryable<F::Future> for F
 where
-    F: FnMut(Attempt) -> Fut,
-    Fut: Future,
+    F: Operation,
 {
     #[inline]
     fn retry<P: AsPolicy>(self, policy: P) -> Retry<Self, P> {
