@@ -30,7 +30,7 @@ use super::Attempt;
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let policy = RetryPolicy::builder().max_attempts(2).build()?;
-/// assert_eq!(FlakyOnce.retry(&policy).await?, 2);
+/// assert_eq!(FlakyOnce.retry(&policy).await, Ok(2));
 /// # Ok(())
 /// # }
 /// ```
