@@ -64,6 +64,21 @@ impl<E> RetryError<E> {
         self
     }
 
+    /// The same error with another reason: for an executor that knows more
+    /// than the policy did (e.g. that the request could not be sent again,
+    /// [`StopReason::NotReplayable`]).
+    ///
+    /// ```
+    /// use steadfast::{RetryError, StopReason};
+    /// let err = RetryError::new(StopReason::Exhausted, Some("reset"), 1, Default::default());
+    /// assert_eq!(err.with_reason(StopReason::NotReplayable).reason(), StopReason::NotReplayable);
+    /// ```
+    #[must_use]
+    pub fn with_reason(mut self, reason: StopReason) -> Self {
+        self.0.reason = reason;
+        self
+    }
+
     /// Records which retry control refused (for [`StopReason::Throttled`]).
     #[must_use]
     pub fn with_refused_by(mut self, by: Option<&'static str>) -> Self {

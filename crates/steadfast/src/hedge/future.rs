@@ -182,7 +182,13 @@ where
                     HedgeAction::Send(attempt) => {
                         sent_any = true;
                         // Each copy runs with the call's deadline as its ambient one.
-                        let fut = WithDeadline::exactly(this.op.attempt(attempt), attempt.deadline);
+                        // It is made with that deadline ambient too, as the
+                        // retry executors make theirs.
+                        let fut = match attempt.deadline {
+                            Some(d) => crate::deadline::scope(d, || this.op.attempt(attempt)),
+                            None => this.op.attempt(attempt),
+                        };
+                        let fut = WithDeadline::exactly(fut, attempt.deadline);
                         if attempt.number == 1 {
                             this.first.set(Some(fut));
                         } else {

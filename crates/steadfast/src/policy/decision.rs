@@ -26,6 +26,10 @@ pub enum StopReason {
     Cancelled,
     /// A retry control (budget, token bucket, throttle) refused the attempt.
     Throttled,
+    /// The attempt failed in a way worth retrying, but the request cannot be
+    /// sent again (a streaming body, or one larger than the replay limit of
+    /// an integration), so it was sent once.
+    NotReplayable,
 }
 
 impl StopReason {
@@ -42,6 +46,7 @@ impl StopReason {
             Self::Deadline => "deadline exceeded",
             Self::Cancelled => "cancelled",
             Self::Throttled => "retry refused",
+            Self::NotReplayable => "request not replayable",
         }
     }
 }

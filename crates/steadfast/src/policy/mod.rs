@@ -159,6 +159,25 @@ impl<S> RetryPolicy<S> {
     }
 }
 
+impl<S: Schedule + Clone> RetryPolicy<S> {
+    /// A builder that starts from this policy's settings, to derive another
+    /// (for example the same policy with a single attempt).
+    ///
+    /// ```
+    /// let policy = steadfast::RetryPolicy::builder().max_attempts(4).build()?;
+    /// let once = policy.to_builder().max_attempts(1).build()?;
+    /// assert_eq!((policy.max_attempts(), once.max_attempts()), (4, 1));
+    /// assert_eq!(once.max_delay(), policy.max_delay());
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn to_builder(&self) -> RetryPolicyBuilder<S> {
+        RetryPolicyBuilder {
+            policy: self.clone(),
+        }
+    }
+}
+
 impl<S: Schedule> RetryPolicy<S> {
     /// A builder around a custom schedule; every other option at its default.
     ///

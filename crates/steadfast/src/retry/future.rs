@@ -534,10 +534,14 @@ where
         };
         let timer = deadline.map(|d| self.clock.sleep(d.remaining(self.clock.now())));
         run.timer.set(timer);
-        run.attempt.set(Some(WithDeadline::exactly(
-            self.op.attempt(attempt),
-            deadline,
-        )));
+        // The operation makes its future with the attempt's deadline as the
+        // ambient one too, so code that reads it before the future is first
+        // polled (a `tower::Service::call`) sees the attempt's, not the call's.
+        let fut = match deadline {
+            Some(d) => crate::deadline::scope(d, || self.op.attempt(attempt)),
+            None => self.op.attempt(attempt),
+        };
+        run.attempt.set(Some(WithDeadline::exactly(fut, deadline)));
         *run.phase = Phase::Attempt;
     }
 

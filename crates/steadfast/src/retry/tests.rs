@@ -887,3 +887,41 @@ async fn an_async_retry_cancelled_mid_sleep_is_refunded_but_a_used_one_is_not() 
     assert_eq!(ledger.granted.load(Ordering::SeqCst), 2);
     assert_eq!(ledger.refunded.load(Ordering::SeqCst), 1);
 }
+
+/// The operation makes each attempt's future with the attempt's deadline as
+/// the ambient one, so code that reads it before the future is polled (a
+/// `tower::Service::call`) sees the attempt's deadline, not the call's.
+#[cfg(feature = "tokio")]
+#[tokio::test(start_paused = true)]
+async fn an_attempt_is_made_with_its_deadline_ambient() {
+    let policy = RetryPolicy::with_schedule(Fixed(vec![secs(1)]))
+        .max_attempts(2)
+        .attempt_timeout(secs(5))
+        .max_elapsed(secs(60))
+        .build()
+        .unwrap();
+    let start = TokioClock.now();
+    let seen = std::cell::RefCell::new(Vec::new());
+    let out = (|a: Attempt| {
+        seen.borrow_mut()
+            .push((crate::deadline::current(), a.deadline));
+        async move {
+            if a.is_first() {
+                Err("reset")
+            } else {
+                Ok(a.number)
+            }
+        }
+    })
+    .retry(&policy)
+    .await;
+    assert_eq!(out, Ok(2));
+    let seen = seen.into_inner();
+    assert_eq!(seen.len(), 2);
+    for (i, (ambient, own)) in seen.into_iter().enumerate() {
+        assert_eq!(ambient, own, "attempt {}", i + 1);
+        // Attempt 1 at 0 s, attempt 2 after the 1 s wait: each gets 5 s.
+        let expect = start + secs(5) + secs(i as u64);
+        assert_eq!(own.map(crate::Deadline::instant), Some(expect));
+    }
+}
