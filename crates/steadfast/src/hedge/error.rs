@@ -57,6 +57,20 @@ impl<E> HedgeError<E> {
         self
     }
 
+    /// The same error with another reason: for an executor that knows more
+    /// than the policy did (e.g. [`StopReason::NotReplayable`]).
+    ///
+    /// ```
+    /// use steadfast::{HedgeError, HedgeStats, StopReason};
+    /// let err = HedgeError::<()>::new(StopReason::Exhausted, None, HedgeStats::default());
+    /// assert_eq!(err.with_reason(StopReason::NotReplayable).reason(), StopReason::NotReplayable);
+    /// ```
+    #[must_use]
+    pub fn with_reason(mut self, reason: StopReason) -> Self {
+        self.reason = reason;
+        self
+    }
+
     /// Why the call stopped: [`StopReason::Exhausted`] (every copy failed),
     /// [`StopReason::Permanent`] (a fatal error), [`StopReason::Deadline`],
     /// [`StopReason::Cancelled`] or [`StopReason::Throttled`] (a control

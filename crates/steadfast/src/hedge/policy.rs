@@ -307,6 +307,23 @@ impl HedgePolicy {
         }
     }
 
+    /// A builder that starts from this policy's settings, to derive another
+    /// (for example the same policy with a single copy).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let policy = steadfast::HedgePolicy::builder(Duration::from_millis(5)).max_attempts(3).build()?;
+    /// let single = policy.to_builder().max_attempts(1).build()?;
+    /// assert_eq!((policy.max_attempts(), single.max_attempts()), (3, 1));
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn to_builder(&self) -> HedgePolicyBuilder {
+        HedgePolicyBuilder {
+            policy: self.clone(),
+        }
+    }
+
     /// The most copies a call sends, counting the first.
     ///
     /// ```

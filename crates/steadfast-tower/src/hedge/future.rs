@@ -1,0 +1,166 @@
+use std::borrow::Borrow;
+use std::fmt;
+use std::future::{Future, IntoFuture};
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use pin_project_lite::pin_project;
+use steadfast::hedge::{HedgeFuture, Hedgeable};
+use steadfast::{AsyncClock, Classify, HedgeError, HedgePolicy};
+use tower_service::Service;
+
+use super::HedgeLayer;
+use crate::attempt::{AttemptFuture, Attempts, Payload};
+use crate::prepare::{Stages, Start};
+use crate::replay::{Prepared, Replay};
+
+/// A hedge layer's policy for one call: the layer's, or a single copy for a
+/// request that cannot be replayed.
+pub(crate) enum HedgeCallPolicy<P> {
+    Shared(P),
+    Single(HedgePolicy),
+}
+
+impl<P: Borrow<HedgePolicy>> Borrow<HedgePolicy> for HedgeCallPolicy<P> {
+    #[inline]
+    fn borrow(&self) -> &HedgePolicy {
+        match self {
+            Self::Shared(p) => p.borrow(),
+            Self::Single(p) => p,
+        }
+    }
+}
+
+/// The core's hedger, run over the layer's attempts.
+type Run<S, Req, P, K, R, C> = HedgeFuture<
+    Attempts<S, R, Req>,
+    AttemptFuture<S, <R as Replay<Req>>::Request>,
+    HedgeCallPolicy<P>,
+    K,
+    C,
+    (),
+    <S as Service<<R as Replay<Req>>::Request>>::Response,
+    <S as Service<<R as Replay<Req>>::Request>>::Error,
+>;
+
+/// What a call needs once its request is prepared.
+pub(crate) struct Setup<S, Req, P, K, R, C> {
+    service: S,
+    policy: P,
+    classify: K,
+    replay: R,
+    clock: C,
+    name: Option<&'static str>,
+    _request: PhantomData<fn(Req)>,
+}
+
+impl<S, Req, P, K, R, C> Start<R::Source, R::Request> for Setup<S, Req, P, K, R, C>
+where
+    R: Replay<Req>,
+    S: Service<R::Request> + Clone,
+    P: Borrow<HedgePolicy>,
+    K: Classify<S::Response, S::Error>,
+    C: AsyncClock,
+{
+    type Run = Run<S, Req, P, K, R, C>;
+
+    fn start(self, prepared: Prepared<R::Source, R::Request>) -> Self::Run {
+        let (payload, policy) = match prepared {
+            Prepared::Replayable(source) => (
+                Payload::Replayable(source),
+                HedgeCallPolicy::Shared(self.policy),
+            ),
+            Prepared::Once(request, _) => {
+                let shared: &HedgePolicy = self.policy.borrow();
+                // One copy is always a valid setting; keep the policy as it
+                // is should that ever change.
+                let single = shared
+                    .to_builder()
+                    .max_attempts(1)
+                    .build()
+                    .unwrap_or_else(|_| shared.clone());
+                (
+                    Payload::Once(Some(request)),
+                    HedgeCallPolicy::Single(single),
+                )
+            }
+        };
+        let hedge = Attempts::new(self.service, self.replay, payload)
+            .hedge(policy)
+            .with_classifier(self.classify)
+            .clock(self.clock);
+        match self.name {
+            Some(name) => hedge.name(name).into_future(),
+            None => hedge.into_future(),
+        }
+    }
+}
+
+pin_project! {
+    /// The future of a [`HedgeService`](super::HedgeService) call: prepares
+    /// the request for replay, then runs the core's hedger.
+    #[must_use = "futures do nothing unless polled"]
+    pub struct ResponseFuture<S, Req, P, K, R, C>
+    where
+        R: Replay<Req>,
+        S: Service<R::Request>,
+        C: AsyncClock,
+    {
+        #[pin]
+        stages: Stages<R::Prepare, Setup<S, Req, P, K, R, C>, Run<S, Req, P, K, R, C>>,
+    }
+}
+
+impl<S, Req, P, K, R, C> ResponseFuture<S, Req, P, K, R, C>
+where
+    R: Replay<Req> + Clone,
+    S: Service<R::Request>,
+    P: Clone,
+    K: Clone,
+    C: AsyncClock,
+{
+    pub(super) fn new(service: S, layer: &HedgeLayer<P, K, R, C>, request: Req) -> Self {
+        let setup = Setup {
+            service,
+            policy: layer.policy.clone(),
+            classify: layer.classify.clone(),
+            replay: layer.replay.clone(),
+            clock: layer.clock.clone(),
+            name: layer.name,
+            _request: PhantomData,
+        };
+        Self {
+            stages: Stages::new(layer.replay.prepare(request), setup),
+        }
+    }
+}
+
+impl<S, Req, P, K, R, C> fmt::Debug for ResponseFuture<S, Req, P, K, R, C>
+where
+    R: Replay<Req>,
+    S: Service<R::Request>,
+    C: AsyncClock,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseFuture")
+            .field("stage", &self.stages)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, Req, P, K, R, C> Future for ResponseFuture<S, Req, P, K, R, C>
+where
+    R: Replay<Req>,
+    S: Service<R::Request> + Clone,
+    P: Borrow<HedgePolicy>,
+    K: Classify<S::Response, S::Error>,
+    C: AsyncClock,
+{
+    type Output = Result<S::Response, HedgeError<S::Error>>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.project().stages.poll(cx)
+    }
+}

@@ -1,0 +1,124 @@
+//! The two stages every replaying layer's call goes through: prepare the
+//! request for replay, then run the core's executor over its attempts.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use pin_project_lite::pin_project;
+use steadfast::{HedgeError, RetryError, StopReason};
+
+use crate::replay::{NotReplayable, Prepared};
+
+/// Starts a layer's executor once its request is prepared.
+pub(crate) trait Start<Src, Req> {
+    /// The executor's future.
+    type Run: Future;
+
+    /// The executor for `prepared`: all attempts from a replayable source,
+    /// or one attempt of a request that can be sent only once.
+    fn start(self, prepared: Prepared<Src, Req>) -> Self::Run;
+}
+
+/// An executor's result that can say it was not retried because the request
+/// could not be sent again.
+pub(crate) trait SentOnce {
+    /// The result of a call that was sent once: a failure that ran out of
+    /// attempts (the one it had) would have been retried, so its reason
+    /// becomes [`StopReason::NotReplayable`].
+    fn sent_once(self) -> Self;
+}
+
+impl<T, E> SentOnce for Result<T, RetryError<E>> {
+    fn sent_once(self) -> Self {
+        self.map_err(|e| match e.reason() {
+            StopReason::Exhausted => e.with_reason(StopReason::NotReplayable),
+            _ => e,
+        })
+    }
+}
+
+impl<T, E> SentOnce for Result<T, HedgeError<E>> {
+    fn sent_once(self) -> Self {
+        self.map_err(|e| match e.reason() {
+            StopReason::Exhausted => e.with_reason(StopReason::NotReplayable),
+            _ => e,
+        })
+    }
+}
+
+pin_project! {
+    /// Prepares the request (`P`), then runs what `S` starts.
+    #[project = StagesProj]
+    pub(crate) enum Stages<P, S, R> {
+        Preparing {
+            #[pin]
+            prepare: P,
+            start: Option<S>,
+        },
+        Running {
+            #[pin]
+            run: R,
+            once: Option<NotReplayable>,
+        },
+    }
+}
+
+impl<P, S, R> Stages<P, S, R> {
+    pub(crate) fn new(prepare: P, start: S) -> Self {
+        Self::Preparing {
+            prepare,
+            start: Some(start),
+        }
+    }
+}
+
+impl<P, S, R> fmt::Debug for Stages<P, S, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Preparing { .. } => "preparing the request",
+            Self::Running { once: None, .. } => "running",
+            Self::Running { once: Some(_), .. } => "running once (not replayable)",
+        })
+    }
+}
+
+impl<P, S, R, Src, Req> Future for Stages<P, S, R>
+where
+    P: Future<Output = Prepared<Src, Req>>,
+    S: Start<Src, Req, Run = R>,
+    R: Future,
+    R::Output: SentOnce,
+{
+    type Output = R::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        loop {
+            match self.as_mut().project() {
+                StagesProj::Preparing { prepare, start } => {
+                    let prepared = std::task::ready!(prepare.poll(cx));
+                    let Some(start) = start.take() else {
+                        panic!("a layer's response future was polled after it completed");
+                    };
+                    let once = match &prepared {
+                        Prepared::Replayable(_) => None,
+                        Prepared::Once(_, why) => {
+                            tracing::debug!(why = %why, "steadfast: the request cannot be replayed; sending it once");
+                            Some(*why)
+                        }
+                    };
+                    let run = start.start(prepared);
+                    self.set(Self::Running { run, once });
+                }
+                StagesProj::Running { run, once } => {
+                    let out = std::task::ready!(run.poll(cx));
+                    return Poll::Ready(match once {
+                        Some(_) => out.sent_once(),
+                        None => out,
+                    });
+                }
+            }
+        }
+    }
+}

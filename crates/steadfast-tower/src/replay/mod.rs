@@ -1,0 +1,117 @@
+//! Replay: can this request be sent again, and how?
+//!
+//! The retry and hedge layers ask one question of every request before its
+//! first attempt: can it be sent more than once? A [`Replay`] answers it and
+//! keeps what is needed to make each attempt's copy:
+//!
+//! - [`CloneReplay`] (the default) keeps a `Clone` request and clones it for
+//!   every attempt;
+//! - [`HttpReplay`] buffers an `http::Request`'s body, up to a limit
+//!   (64 KiB by default), into shared [`Bytes`](bytes::Bytes): every attempt
+//!   gets the same bytes, never a copy. A body over the limit is sent once,
+//!   as it streams, and never retried.
+//!
+//! A request that cannot be replayed is sent exactly once. If that attempt
+//! fails in a way that would have been retried, the error says why it was
+//! not: [`StopReason::NotReplayable`](steadfast::StopReason::NotReplayable).
+
+mod body;
+mod http;
+
+use std::fmt;
+use std::future::{Ready, ready};
+
+pub use self::body::ReplayBody;
+pub use self::http::{BufferBody, BufferedRequest, DEFAULT_REPLAY_LIMIT, HttpReplay};
+
+/// Says whether a request can be sent again, and makes each attempt's copy.
+///
+/// [`prepare`](Replay::prepare) runs once per call, before the first
+/// attempt (it may read a body); [`replay`](Replay::replay) makes the
+/// request of every attempt from what it kept.
+///
+/// ```
+/// use steadfast_tower::replay::{CloneReplay, Prepared, Replay};
+///
+/// # futures::executor::block_on(async {
+/// let kept = match CloneReplay.prepare("GET /users/7".to_string()).await {
+///     Prepared::Replayable(kept) => kept,
+///     Prepared::Once(..) => unreachable!("a Clone request can always be replayed"),
+/// };
+/// assert_eq!(CloneReplay.replay(&kept), "GET /users/7");
+/// # });
+/// ```
+pub trait Replay<Req> {
+    /// The request the inner service receives.
+    type Request;
+    /// What is kept between attempts to make the next copy.
+    type Source;
+    /// The future of [`prepare`](Replay::prepare).
+    type Prepare: Future<Output = Prepared<Self::Source, Self::Request>>;
+
+    /// Readies `request` for attempts: keeps it for replay, or, when it
+    /// cannot be replayed, hands it back to be sent once.
+    fn prepare(&self, request: Req) -> Self::Prepare;
+
+    /// The request for one attempt, made from what [`prepare`](Replay::prepare) kept.
+    fn replay(&self, source: &Self::Source) -> Self::Request;
+}
+
+/// What [`Replay::prepare`] made of a request.
+#[derive(Debug)]
+pub enum Prepared<S, R> {
+    /// It can be sent as often as needed; this is what makes each copy.
+    Replayable(S),
+    /// It can be sent only once, for this reason.
+    Once(R, NotReplayable),
+}
+
+/// Why a request can be sent only once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum NotReplayable {
+    /// The body is larger than the replay buffer.
+    BodyTooLarge {
+        /// The buffer's limit, in bytes.
+        limit: usize,
+    },
+    /// Reading the body failed before it was all buffered; the request is
+    /// sent with what was read and the error, which the inner service sees.
+    BodyError,
+}
+
+impl fmt::Display for NotReplayable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::BodyTooLarge { limit } => {
+                write!(f, "the body is larger than the {limit}-byte replay buffer")
+            }
+            Self::BodyError => f.write_str("reading the body failed before it was buffered"),
+        }
+    }
+}
+
+/// Replays a `Clone` request by cloning it for every attempt (the default).
+///
+/// ```
+/// use steadfast_tower::replay::{CloneReplay, Replay};
+/// assert_eq!(CloneReplay.replay(&42_u32), 42);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CloneReplay;
+
+impl<Req: Clone> Replay<Req> for CloneReplay {
+    type Request = Req;
+    type Source = Req;
+    type Prepare = Ready<Prepared<Req, Req>>;
+
+    #[inline]
+    fn prepare(&self, request: Req) -> Self::Prepare {
+        ready(Prepared::Replayable(request))
+    }
+
+    #[inline]
+    fn replay(&self, source: &Req) -> Req {
+        source.clone()
+    }
+}

@@ -1,0 +1,144 @@
+use std::fmt;
+use std::future::{Future, IntoFuture};
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use pin_project_lite::pin_project;
+use steadfast::retry::{AsPolicy, RetryFuture, Retryable};
+use steadfast::{AsyncClock, Classify, RetryError};
+use tower_service::Service;
+
+use super::RetryLayer;
+use crate::attempt::{AttemptFuture, Attempts, Payload};
+use crate::policy::CallPolicy;
+use crate::prepare::{Stages, Start};
+use crate::replay::{Prepared, Replay};
+
+/// The core's retry future, run over the layer's attempts.
+type Run<S, Req, P, K, R, C> = RetryFuture<
+    Attempts<S, R, Req>,
+    AttemptFuture<S, <R as Replay<Req>>::Request>,
+    CallPolicy<P>,
+    K,
+    (),
+    C,
+    <S as Service<<R as Replay<Req>>::Request>>::Response,
+    <S as Service<<R as Replay<Req>>::Request>>::Error,
+>;
+
+/// What a call needs once its request is prepared.
+pub(crate) struct Setup<S, Req, P, K, R, C> {
+    service: S,
+    policy: P,
+    classify: K,
+    replay: R,
+    clock: C,
+    name: Option<&'static str>,
+    _request: PhantomData<fn(Req)>,
+}
+
+impl<S, Req, P, K, R, C> Start<R::Source, R::Request> for Setup<S, Req, P, K, R, C>
+where
+    R: Replay<Req>,
+    S: Service<R::Request> + Clone,
+    P: AsPolicy,
+    P::Schedule: Clone,
+    K: Classify<S::Response, S::Error>,
+    C: AsyncClock,
+{
+    type Run = Run<S, Req, P, K, R, C>;
+
+    fn start(self, prepared: Prepared<R::Source, R::Request>) -> Self::Run {
+        let setup = self;
+        let (payload, policy) = match prepared {
+            Prepared::Replayable(source) => (
+                Payload::Replayable(source),
+                CallPolicy::Shared(setup.policy),
+            ),
+            Prepared::Once(request, _) => (
+                Payload::Once(Some(request)),
+                CallPolicy::once(&setup.policy),
+            ),
+        };
+        let retry = Attempts::new(setup.service, setup.replay, payload)
+            .retry(policy)
+            .with_classifier(setup.classify)
+            .clock(setup.clock);
+        match setup.name {
+            Some(name) => retry.name(name).into_future(),
+            None => retry.into_future(),
+        }
+    }
+}
+
+pin_project! {
+    /// The future of a [`RetryService`](super::RetryService) call: prepares
+    /// the request for replay, then runs the core's retry future.
+    #[must_use = "futures do nothing unless polled"]
+    pub struct ResponseFuture<S, Req, P, K, R, C>
+    where
+        R: Replay<Req>,
+        S: Service<R::Request>,
+        P: AsPolicy,
+        C: AsyncClock,
+    {
+        #[pin]
+        stages: Stages<R::Prepare, Setup<S, Req, P, K, R, C>, Run<S, Req, P, K, R, C>>,
+    }
+}
+
+impl<S, Req, P, K, R, C> ResponseFuture<S, Req, P, K, R, C>
+where
+    R: Replay<Req> + Clone,
+    S: Service<R::Request>,
+    P: AsPolicy + Clone,
+    K: Clone,
+    C: AsyncClock,
+{
+    pub(super) fn new(service: S, layer: &RetryLayer<P, K, R, C>, request: Req) -> Self {
+        let setup = Setup {
+            service,
+            policy: layer.policy.clone(),
+            classify: layer.classify.clone(),
+            replay: layer.replay.clone(),
+            clock: layer.clock.clone(),
+            name: layer.name,
+            _request: PhantomData,
+        };
+        Self {
+            stages: Stages::new(layer.replay.prepare(request), setup),
+        }
+    }
+}
+
+impl<S, Req, P, K, R, C> fmt::Debug for ResponseFuture<S, Req, P, K, R, C>
+where
+    R: Replay<Req>,
+    S: Service<R::Request>,
+    P: AsPolicy,
+    C: AsyncClock,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseFuture")
+            .field("stage", &self.stages)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, Req, P, K, R, C> Future for ResponseFuture<S, Req, P, K, R, C>
+where
+    R: Replay<Req>,
+    S: Service<R::Request> + Clone,
+    P: AsPolicy,
+    P::Schedule: Clone,
+    K: Classify<S::Response, S::Error>,
+    C: AsyncClock,
+{
+    type Output = Result<S::Response, RetryError<S::Error>>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.project().stages.poll(cx)
+    }
+}

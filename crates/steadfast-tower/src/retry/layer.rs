@@ -1,0 +1,122 @@
+use std::fmt;
+
+use steadfast::retry::DefaultClock;
+use steadfast::{AnyError, ClassifyFn, Clock};
+use tower_layer::Layer;
+
+use super::RetryService;
+use crate::replay::CloneReplay;
+
+/// Retries calls of the inner service under a core
+/// [`RetryPolicy`](steadfast::RetryPolicy); see the [module docs](crate::retry).
+///
+/// `P` is the policy, or anything that lends one
+/// ([`AsPolicy`](steadfast::retry::AsPolicy): the policy itself, an `Arc` of
+/// it, a `&'static` reference); `K` the classifier (default: every `Ok` is a
+/// success, every `Err` is retried); `R` how requests are replayed (default:
+/// [`CloneReplay`]); `C` the clock (default: tokio's).
+///
+/// ```
+/// use steadfast::RetryPolicy;
+/// use steadfast_tower::RetryLayer;
+/// use steadfast_tower::replay::HttpReplay;
+///
+/// let layer = RetryLayer::new(RetryPolicy::builder().max_attempts(3).build()?)
+///     .replay(HttpReplay::new(16 * 1024)) // http::Requests with bodies up to 16 KiB
+///     .name("users-api");
+/// # Ok::<(), steadfast::ConfigError>(())
+/// ```
+#[derive(Clone)]
+pub struct RetryLayer<P, K = AnyError, R = CloneReplay, C = DefaultClock> {
+    pub(super) policy: P,
+    pub(super) classify: K,
+    pub(super) replay: R,
+    pub(super) clock: C,
+    pub(super) name: Option<&'static str>,
+}
+
+impl<P: fmt::Debug, K: fmt::Debug, R: fmt::Debug, C: fmt::Debug> fmt::Debug
+    for RetryLayer<P, K, R, C>
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RetryLayer")
+            .field("policy", &self.policy)
+            .field("classify", &self.classify)
+            .field("replay", &self.replay)
+            .field("clock", &self.clock)
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+impl<P> RetryLayer<P> {
+    /// Retries under `policy`, every error retried, `Clone` requests
+    /// replayed by cloning, on tokio's clock.
+    pub fn new(policy: P) -> Self {
+        Self {
+            policy,
+            classify: AnyError,
+            replay: CloneReplay,
+            clock: DefaultClock::default(),
+            name: None,
+        }
+    }
+}
+
+impl<P, K, R, C> RetryLayer<P, K, R, C> {
+    /// Classifies each outcome (response or error) with `f`.
+    pub fn classify<F>(self, f: F) -> RetryLayer<P, ClassifyFn<F>, R, C> {
+        self.with_classifier(ClassifyFn::new(f))
+    }
+
+    /// Uses any [`Classify`](steadfast::Classify) implementation.
+    pub fn with_classifier<K2>(self, classify: K2) -> RetryLayer<P, K2, R, C> {
+        RetryLayer {
+            policy: self.policy,
+            classify,
+            replay: self.replay,
+            clock: self.clock,
+            name: self.name,
+        }
+    }
+
+    /// Replays requests with `replay` (e.g. [`HttpReplay`](crate::replay::HttpReplay)).
+    pub fn replay<R2>(self, replay: R2) -> RetryLayer<P, K, R2, C> {
+        RetryLayer {
+            policy: self.policy,
+            classify: self.classify,
+            replay,
+            clock: self.clock,
+            name: self.name,
+        }
+    }
+
+    /// Reads time and sleeps on `clock`.
+    pub fn clock<C2: Clock>(self, clock: C2) -> RetryLayer<P, K, R, C2> {
+        RetryLayer {
+            policy: self.policy,
+            classify: self.classify,
+            replay: self.replay,
+            clock,
+            name: self.name,
+        }
+    }
+
+    /// Names the calls in errors and telemetry.
+    #[must_use]
+    pub fn name(mut self, name: &'static str) -> Self {
+        self.name = Some(name);
+        self
+    }
+}
+
+impl<S, P: Clone, K: Clone, R: Clone, C: Clone> Layer<S> for RetryLayer<P, K, R, C> {
+    type Service = RetryService<S, P, K, R, C>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        RetryService {
+            inner,
+            layer: self.clone(),
+        }
+    }
+}
