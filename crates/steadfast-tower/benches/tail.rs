@@ -1,1 +1,305 @@
-fn main() {}
+//! Tail latency of hedged HTTP requests over loopback: `HedgeLayer` against
+//! `tower::hedge::Hedge` and no hedging, on a real hyper client calling a
+//! real axum server.
+//!
+//! The server answers 98 % of requests after 1 ms and 2 % after 200 ms (a
+//! splitmix64 draw from a fixed seed and the request's arrival number, so a
+//! hedge copy draws again, as a copy sent to another replica would); it
+//! sleeps on `PreciseClock`, so "1 ms" is 1 ms and not tokio's next tick.
+//! 8 calls are in flight at once; each variant makes 10,000 measured calls
+//! per round; the variants take turns for `ROUNDS` rounds (default 3) and
+//! the median of each figure is printed. "Extra" is what the server
+//! received beyond one request per call.
+//!
+//! - `none`: the hyper client alone;
+//! - `tower-warm`: `tower::hedge::Hedge` at the same quantile, measured
+//!   after a warm-up long enough for its histogram to rotate;
+//! - `steadfast-cold`: `HedgeLayer` with an `AdaptiveDelay` at the same
+//!   quantile (10 ms fallback until 100 samples), on `PreciseClock`,
+//!   measured from its very first call;
+//! - `steadfast-tokio`: the same on tokio's clock, to show what the 1 ms
+//!   timer tick costs.
+//!
+//! Also printed: the CPU time of the `steadfast-timer` thread over the run.
+//!
+//! ```sh
+//! cargo bench -p steadfast-tower --bench tail   # knobs: ROUNDS, QUANTILE, CALLS
+//! ```
+#![allow(clippy::print_stdout, clippy::unwrap_used, missing_docs)]
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::routing::get;
+use bytes::Bytes;
+use futures::StreamExt;
+use hdrhistogram::Histogram;
+use http::Request;
+use http_body_util::Full;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use steadfast::hedge::AdaptiveDelay;
+use steadfast::{AsyncClock, HedgePolicy};
+use steadfast_tower::replay::HttpReplay;
+use steadfast_tower::{HedgeLayer, PreciseClock};
+use tower::{Layer, ServiceExt};
+
+const IN_FLIGHT: usize = 8;
+const SLOW_SHARE: f64 = 0.02;
+const FAST: Duration = Duration::from_millis(1);
+const SLOW: Duration = Duration::from_millis(200);
+const SEED: u64 = 0x5EED_F00D;
+
+fn setting<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// splitmix64 of the seed and the request's arrival number, in [0, 1).
+fn draw(n: u64) -> f64 {
+    let mut z = SEED.wrapping_add(n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// The server, on its own thread and runtime; returns its address and its
+/// request counter.
+fn start_server() -> (std::net::SocketAddr, Arc<AtomicU64>) {
+    let received = Arc::new(AtomicU64::new(0));
+    let counter = Arc::clone(&received);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let clock = PreciseClock::new().unwrap();
+            let router = Router::new().route(
+                "/",
+                get(move || {
+                    let n = counter.fetch_add(1, Ordering::Relaxed);
+                    let latency = if draw(n) < SLOW_SHARE { SLOW } else { FAST };
+                    async move {
+                        clock.sleep(latency).await;
+                        "ok"
+                    }
+                }),
+            );
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            axum::serve(listener, router).await.unwrap();
+        });
+    });
+    (rx.recv().unwrap(), received)
+}
+
+fn request(url: &str) -> Request<Full<Bytes>> {
+    Request::get(url).body(Full::default()).unwrap()
+}
+
+#[derive(Clone)]
+struct CloneGet;
+
+impl tower::hedge::Policy<Request<Full<Bytes>>> for CloneGet {
+    fn clone_request(&self, req: &Request<Full<Bytes>>) -> Option<Request<Full<Bytes>>> {
+        Some(request(&req.uri().to_string()))
+    }
+    fn can_retry(&self, _: &Request<Full<Bytes>>) -> bool {
+        true
+    }
+}
+
+/// Calls a service that is always ready (tower's `Hedge` over a hyper
+/// client, which is not `Clone`): its `poll_ready` is answered at once.
+fn call_now<S: tower::Service<R>, R>(service: &mut S, request: R) -> S::Future {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match service.poll_ready(&mut cx) {
+        std::task::Poll::Ready(Ok(())) => service.call(request),
+        _ => panic!("the hyper client is always ready"),
+    }
+}
+
+/// Runs `calls` calls, `IN_FLIGHT` at a time, and records their latencies.
+async fn run<F, Fut, T, E>(calls: usize, mut call: F) -> (Histogram<u64>, usize)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+{
+    let mut hist = Histogram::<u64>::new(3).unwrap();
+    let mut errors = 0;
+    let mut results = futures::stream::iter(0..calls)
+        .map(|_| {
+            let fut = call();
+            async move {
+                let start = Instant::now();
+                let ok = fut.await.is_ok();
+                (start.elapsed(), ok)
+            }
+        })
+        .buffer_unordered(IN_FLIGHT);
+    while let Some((took, ok)) = results.next().await {
+        hist.record(u64::try_from(took.as_micros()).unwrap_or(u64::MAX))
+            .unwrap();
+        errors += usize::from(!ok);
+    }
+    (hist, errors)
+}
+
+/// One variant's figures for one round.
+#[derive(Clone, Copy, Default)]
+struct Figures {
+    p50: f64,
+    p99: f64,
+    p999: f64,
+    extra: f64,
+    errors: usize,
+}
+
+fn figures(hist: &Histogram<u64>, errors: usize, calls: usize, received: u64) -> Figures {
+    let ms = |q: f64| hist.value_at_quantile(q) as f64 / 1000.0;
+    Figures {
+        p50: ms(0.5),
+        p99: ms(0.99),
+        p999: ms(0.999),
+        extra: (received as f64 - calls as f64) / calls as f64 * 100.0,
+        errors,
+    }
+}
+
+/// CPU time (user + system) of the process's `steadfast-timer` thread.
+fn timer_thread_cpu() -> Option<Duration> {
+    let tick = 100.0; // USER_HZ on Linux
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let path = task.ok()?.path();
+        let comm = std::fs::read_to_string(path.join("comm")).ok()?;
+        if comm.trim() == "steadfast-timer" {
+            let stat = std::fs::read_to_string(path.join("stat")).ok()?;
+            let after = stat.rsplit_once(')')?.1;
+            let fields: Vec<&str> = after.split_whitespace().collect();
+            let ticks: f64 =
+                fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+            return Some(Duration::from_secs_f64(ticks / tick));
+        }
+    }
+    None
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    // `cargo test --benches` runs bench targets with `--bench`; only a real
+    // `cargo bench` (which passes `--bench` too) should take a minute, so
+    // the harness also honours criterion's `--test` quick mode.
+    let quick = std::env::args().any(|a| a == "--test");
+    let rounds: usize = if quick { 1 } else { setting("ROUNDS", 3) };
+    let calls: usize = if quick { 200 } else { setting("CALLS", 10_000) };
+    let quantile: f64 = setting("QUANTILE", 0.97);
+    let (addr, received) = start_server();
+    let url = format!("http://{addr}/");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let cpu_before = timer_thread_cpu();
+    let names = ["none", "tower-warm", "steadfast-cold", "steadfast-tokio"];
+    let mut all: Vec<Vec<Figures>> = vec![Vec::new(); names.len()];
+    let started = Instant::now();
+    rt.block_on(async {
+        for _ in 0..rounds {
+            for (i, name) in names.iter().enumerate() {
+                let before;
+                let (hist, errors) = match *name {
+                    "none" => {
+                        let client =
+                            Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+                        before = received.load(Ordering::Relaxed);
+                        run(calls, || client.clone().oneshot(request(&url))).await
+                    }
+                    "tower-warm" => {
+                        let client =
+                            Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+                        let hedge = std::cell::RefCell::new(tower::hedge::Hedge::new(
+                            client,
+                            CloneGet,
+                            100,
+                            quantile as f32,
+                            Duration::from_millis(500),
+                        ));
+                        // Warm: more than two histogram periods of traffic.
+                        let warm = Instant::now();
+                        while warm.elapsed() < Duration::from_millis(1200) {
+                            run(200, || call_now(&mut *hedge.borrow_mut(), request(&url))).await;
+                        }
+                        before = received.load(Ordering::Relaxed);
+                        run(calls, || call_now(&mut *hedge.borrow_mut(), request(&url))).await
+                    }
+                    cold => {
+                        let client = Client::builder(TokioExecutor::new()).build_http();
+                        let delay = Arc::new(
+                            AdaptiveDelay::builder(Duration::from_millis(10))
+                                .quantile(quantile)
+                                .min_samples(100)
+                                .build()
+                                .unwrap(),
+                        );
+                        let policy = HedgePolicy::builder(delay).max_attempts(2).build().unwrap();
+                        before = received.load(Ordering::Relaxed);
+                        if cold == "steadfast-cold" {
+                            let layer = HedgeLayer::new(policy)
+                                .replay(HttpReplay::default())
+                                .clock(PreciseClock::new().unwrap());
+                            let hedged = layer.layer(client);
+                            run(calls, || hedged.clone().oneshot(request(&url))).await
+                        } else {
+                            let layer = HedgeLayer::new(policy).replay(HttpReplay::default());
+                            let hedged = layer.layer(client);
+                            run(calls, || hedged.clone().oneshot(request(&url))).await
+                        }
+                    }
+                };
+                let got = received.load(Ordering::Relaxed) - before;
+                all[i].push(figures(&hist, errors, calls, got));
+            }
+        }
+    });
+    let elapsed = started.elapsed();
+    println!(
+        "tail: {calls} calls x {rounds} rounds, {IN_FLIGHT} in flight, quantile {quantile}; medians across rounds"
+    );
+    println!("| variant | p50 (ms) | p99 (ms) | p99.9 (ms) | extra requests | errors |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    for (name, rounds) in names.iter().zip(&all) {
+        let m = |f: fn(&Figures) -> f64| median(rounds.iter().map(f).collect());
+        println!(
+            "| {name} | {:.2} | {:.2} | {:.2} | {:.2} % | {} |",
+            m(|f| f.p50),
+            m(|f| f.p99),
+            m(|f| f.p999),
+            m(|f| f.extra),
+            rounds.iter().map(|f| f.errors).sum::<usize>()
+        );
+    }
+    let p999 = |i: usize| median(all[i].iter().map(|f| f.p999).collect());
+    println!(
+        "steadfast-cold p99.9 / tower-warm p99.9 = {:.2}x (target <= 0.7x)",
+        p999(2) / p999(1)
+    );
+    if let (Some(before), Some(after)) = (cpu_before.or(Some(Duration::ZERO)), timer_thread_cpu()) {
+        println!(
+            "steadfast-timer thread CPU: {:.3} s over a {:.1} s run",
+            (after - before).as_secs_f64(),
+            elapsed.as_secs_f64()
+        );
+    }
+}

@@ -42,6 +42,7 @@ impl<S: Service<Req>, Req> AttemptFuture<S, Req> {
     }
 
     /// An attempt on a service that said it is ready: called at once.
+    #[inline]
     pub(crate) fn call(service: &mut S, request: Req) -> Self {
         Self::Called {
             future: service.call(request),
@@ -61,6 +62,7 @@ impl<S: Service<Req>, Req> fmt::Debug for AttemptFuture<S, Req> {
 impl<S: Service<Req>, Req> Future for AttemptFuture<S, Req> {
     type Output = Result<S::Response, S::Error>;
 
+    #[inline]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         loop {
             match self.as_mut().project() {
@@ -107,6 +109,7 @@ where
 }
 
 impl<S, R: Replay<Req>, Req> Attempts<S, R, Req> {
+    #[inline]
     pub(crate) fn new(service: S, replay: R, payload: Payload<R::Source, R::Request>) -> Self {
         Self {
             service,
@@ -133,6 +136,7 @@ where
 {
     type Future = AttemptFuture<S, R::Request>;
 
+    #[inline]
     fn attempt(&mut self, _: Attempt) -> Self::Future {
         let request = match &mut self.payload {
             Payload::Replayable(source) => self.replay.replay(source),

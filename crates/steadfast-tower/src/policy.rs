@@ -1,46 +1,106 @@
-//! The policy a layer's call runs under: the layer's own, or a one-attempt
-//! copy of it for a request that cannot be sent again.
+//! The policy a layer's call runs under: the layer's own, or its
+//! one-attempt twin for a request that cannot be sent again. Both are kept
+//! behind `Arc`s made when the layer is, so a call copies two pointers, not
+//! a policy.
 
+use std::borrow::Borrow;
 use std::fmt;
+use std::sync::Arc;
 
-use steadfast::RetryPolicy;
 use steadfast::retry::AsPolicy;
+use steadfast::{HedgePolicy, RetryPolicy};
 
-/// A layer's policy for one call.
-pub(crate) enum CallPolicy<P: AsPolicy> {
-    /// The layer's policy, shared.
-    Shared(P),
-    /// The same limits, deadline and control, with one attempt: for a
-    /// request that cannot be replayed.
-    Once(RetryPolicy<P::Schedule>),
+use crate::replay::{Prepared, Preparing};
+
+/// A layer's retry policy, and its one-attempt twin behind an `Arc` (made
+/// once, when the layer is).
+pub(crate) struct RetryPolicies<P: AsPolicy> {
+    shared: P,
+    once: Arc<RetryPolicy<P::Schedule>>,
 }
 
-impl<P: AsPolicy> CallPolicy<P>
+impl<P: AsPolicy> RetryPolicies<P>
 where
     P::Schedule: Clone,
 {
-    /// The one-attempt policy derived from `policy`.
-    pub(crate) fn once(policy: &P) -> Self {
-        let policy = policy.as_policy();
-        match policy.to_builder().max_attempts(1).build() {
-            Ok(once) => Self::Once(once),
-            // A policy that built once builds again with one attempt (1 is
-            // always valid); keep the policy itself should that ever change.
-            Err(_) => Self::Once(policy.clone()),
+    pub(crate) fn new(policy: P) -> Self {
+        let once = {
+            let p = policy.as_policy();
+            // One attempt is always a valid setting; keep the policy as it
+            // is should that ever change.
+            p.to_builder()
+                .max_attempts(1)
+                .build()
+                .unwrap_or_else(|_| p.clone())
+        };
+        Self {
+            shared: policy,
+            once: Arc::new(once),
         }
     }
 }
 
-impl<P: AsPolicy> fmt::Debug for CallPolicy<P>
+impl<P: AsPolicy + Clone> RetryPolicies<P> {
+    /// What a call takes along: the policy it needs if its request is
+    /// prepared already, both if that is still to be seen.
+    #[inline]
+    pub(crate) fn for_call<S, R>(&self, preparing: &Preparing<impl Sized, S, R>) -> PolicyFor<P> {
+        match preparing {
+            Preparing::Done(Prepared::Replayable(_)) => {
+                PolicyFor::Decided(CallPolicy::Shared(self.shared.clone()))
+            }
+            Preparing::Done(Prepared::Once(..)) => {
+                PolicyFor::Decided(CallPolicy::Once(Arc::clone(&self.once)))
+            }
+            Preparing::Reading(_) => PolicyFor::Undecided(self.clone()),
+        }
+    }
+}
+
+impl<P: AsPolicy + Clone> Clone for RetryPolicies<P> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: self.shared.clone(),
+            once: Arc::clone(&self.once),
+        }
+    }
+}
+
+impl<P: AsPolicy> fmt::Debug for RetryPolicies<P>
 where
     P::Schedule: fmt::Debug,
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.shared.as_policy(), f)
+    }
+}
+
+/// The policy a call carries until its request is prepared.
+pub(crate) enum PolicyFor<P: AsPolicy> {
+    /// Known: the request was prepared when the call was made.
+    Decided(CallPolicy<P>),
+    /// Both, until the request is prepared.
+    Undecided(RetryPolicies<P>),
+}
+
+impl<P: AsPolicy> PolicyFor<P> {
+    /// The policy for a request that is (`true`) or is not replayable.
+    #[inline]
+    pub(crate) fn decide(self, replayable: bool) -> CallPolicy<P> {
         match self {
-            Self::Shared(p) => f.debug_tuple("Shared").field(p.as_policy()).finish(),
-            Self::Once(p) => f.debug_tuple("Once").field(p).finish(),
+            Self::Decided(policy) => policy,
+            Self::Undecided(both) if replayable => CallPolicy::Shared(both.shared),
+            Self::Undecided(both) => CallPolicy::Once(both.once),
         }
     }
+}
+
+/// A layer's retry policy for one call.
+pub(crate) enum CallPolicy<P: AsPolicy> {
+    /// The layer's policy.
+    Shared(P),
+    /// Its one-attempt twin, for a request that cannot be replayed.
+    Once(Arc<RetryPolicy<P::Schedule>>),
 }
 
 impl<P: AsPolicy> AsPolicy for CallPolicy<P> {
@@ -51,6 +111,61 @@ impl<P: AsPolicy> AsPolicy for CallPolicy<P> {
         match self {
             Self::Shared(p) => p.as_policy(),
             Self::Once(p) => p,
+        }
+    }
+}
+
+/// A layer's hedge policy and its single-copy twin.
+pub(crate) struct HedgePolicies<P> {
+    pub(crate) shared: Arc<P>,
+    pub(crate) single: Arc<HedgePolicy>,
+}
+
+impl<P: Borrow<HedgePolicy>> HedgePolicies<P> {
+    pub(crate) fn new(policy: P) -> Self {
+        let single = {
+            let p: &HedgePolicy = policy.borrow();
+            p.to_builder()
+                .max_attempts(1)
+                .build()
+                .unwrap_or_else(|_| p.clone())
+        };
+        Self {
+            shared: Arc::new(policy),
+            single: Arc::new(single),
+        }
+    }
+}
+
+impl<P> Clone for HedgePolicies<P> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+            single: Arc::clone(&self.single),
+        }
+    }
+}
+
+impl<P: Borrow<HedgePolicy>> fmt::Debug for HedgePolicies<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(Borrow::<HedgePolicy>::borrow(&*self.shared), f)
+    }
+}
+
+/// A layer's hedge policy for one call.
+pub(crate) enum HedgeCallPolicy<P> {
+    /// The layer's policy.
+    Shared(Arc<P>),
+    /// Its single-copy twin, for a request that cannot be replayed.
+    Single(Arc<HedgePolicy>),
+}
+
+impl<P: Borrow<HedgePolicy>> Borrow<HedgePolicy> for HedgeCallPolicy<P> {
+    #[inline]
+    fn borrow(&self) -> &HedgePolicy {
+        match self {
+            Self::Shared(p) => (**p).borrow(),
+            Self::Single(p) => p,
         }
     }
 }

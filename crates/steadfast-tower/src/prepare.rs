@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use pin_project_lite::pin_project;
 use steadfast::{HedgeError, RetryError, StopReason};
 
-use crate::replay::{NotReplayable, Prepared};
+use crate::replay::{NotReplayable, Prepared, Preparing};
 
 /// Starts a layer's executor once its request is prepared.
 pub(crate) trait Start<Src, Req> {
@@ -66,10 +66,37 @@ pin_project! {
 }
 
 impl<P, S, R> Stages<P, S, R> {
-    pub(crate) fn new(prepare: P, start: S) -> Self {
-        Self::Preparing {
-            prepare,
-            start: Some(start),
+    /// Starts at once when the request is prepared already (a `Clone`
+    /// request, a body-less one), else once it is.
+    #[inline]
+    pub(crate) fn new<Src, Req>(preparing: Preparing<P, Src, Req>, start: S) -> Self
+    where
+        S: Start<Src, Req, Run = R>,
+    {
+        match preparing {
+            Preparing::Done(prepared) => {
+                let once = once(&prepared);
+                Self::Running {
+                    run: start.start(prepared),
+                    once,
+                }
+            }
+            Preparing::Reading(prepare) => Self::Preparing {
+                prepare,
+                start: Some(start),
+            },
+        }
+    }
+}
+
+/// Why a prepared request is sent once, if it is.
+#[inline]
+fn once<Src, Req>(prepared: &Prepared<Src, Req>) -> Option<NotReplayable> {
+    match prepared {
+        Prepared::Replayable(_) => None,
+        Prepared::Once(_, why) => {
+            tracing::debug!(why = %why, "steadfast: the request cannot be replayed; sending it once");
+            Some(*why)
         }
     }
 }
@@ -93,6 +120,7 @@ where
 {
     type Output = R::Output;
 
+    #[inline]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         loop {
             match self.as_mut().project() {
@@ -101,13 +129,7 @@ where
                     let Some(start) = start.take() else {
                         panic!("a layer's response future was polled after it completed");
                     };
-                    let once = match &prepared {
-                        Prepared::Replayable(_) => None,
-                        Prepared::Once(_, why) => {
-                            tracing::debug!(why = %why, "steadfast: the request cannot be replayed; sending it once");
-                            Some(*why)
-                        }
-                    };
+                    let once = once(&prepared);
                     let run = start.start(prepared);
                     self.set(Self::Running { run, once });
                 }

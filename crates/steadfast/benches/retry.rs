@@ -151,6 +151,58 @@ fn success_async(c: &mut Criterion) {
     success_async_group!(c, "success_async_moved", &policy, moved);
 }
 
+/// The success path as users run it: each contender's future awaited in an
+/// `async` block that criterion runs on a tokio current-thread runtime (the
+/// runtime's own cost, the same for every contender, is in every figure).
+fn success_async_runtime(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let policy = RetryPolicy::builder().max_attempts(3).build().unwrap();
+    let policy = &policy;
+    let mut g = c.benchmark_group("success_async_runtime");
+    g.bench_function("direct", |b| {
+        b.to_async(&rt)
+            .iter(|| async { op_async(black_box(1)).await })
+    });
+    g.bench_function("steadfast", |b| {
+        b.to_async(&rt)
+            .iter(|| async { (|_: Attempt| op_async(black_box(1))).retry(policy).await })
+    });
+    g.bench_function("backon", |b| {
+        b.to_async(&rt).iter(|| async {
+            backon::Retryable::retry(
+                || op_async(black_box(1)),
+                backon::ExponentialBuilder::default().with_max_times(2),
+            )
+            .await
+        })
+    });
+    g.bench_function("tokio-retry", |b| {
+        b.to_async(&rt).iter(|| async {
+            tokio_retry::Retry::start(
+                tokio_retry::strategy::ExponentialBackoff::from_millis(10).take(2),
+                || op_async(black_box(1)),
+            )
+            .await
+        })
+    });
+    g.bench_function("tower", |b| {
+        use tower::Service;
+        let svc = std::cell::RefCell::new(tower::retry::Retry::new(
+            TowerAttempts(3),
+            tower::service_fn(|x: u64| op_async(x)),
+        ));
+        b.to_async(&rt).iter(|| {
+            // The call's future owns what it needs; the service is not borrowed across it.
+            let call = svc.borrow_mut().call(black_box(1));
+            async move { call.await }
+        })
+    });
+    g.finish();
+}
+
 fn success_blocking(c: &mut Criterion) {
     let policy = RetryPolicy::builder().max_attempts(3).build().unwrap();
     let mut g = c.benchmark_group("success_blocking");
@@ -295,6 +347,7 @@ fn one_failure_blocking(c: &mut Criterion) {
 criterion_group!(
     benches,
     success_async,
+    success_async_runtime,
     success_blocking,
     one_failure_async,
     one_failure_blocking

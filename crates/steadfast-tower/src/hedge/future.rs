@@ -12,25 +12,9 @@ use tower_service::Service;
 
 use super::HedgeLayer;
 use crate::attempt::{AttemptFuture, Attempts, Payload};
+use crate::policy::{HedgeCallPolicy, HedgePolicies};
 use crate::prepare::{Stages, Start};
 use crate::replay::{Prepared, Replay};
-
-/// A hedge layer's policy for one call: the layer's, or a single copy for a
-/// request that cannot be replayed.
-pub(crate) enum HedgeCallPolicy<P> {
-    Shared(P),
-    Single(HedgePolicy),
-}
-
-impl<P: Borrow<HedgePolicy>> Borrow<HedgePolicy> for HedgeCallPolicy<P> {
-    #[inline]
-    fn borrow(&self) -> &HedgePolicy {
-        match self {
-            Self::Shared(p) => p.borrow(),
-            Self::Single(p) => p,
-        }
-    }
-}
 
 /// The core's hedger, run over the layer's attempts.
 type Run<S, Req, P, K, R, C> = HedgeFuture<
@@ -47,7 +31,7 @@ type Run<S, Req, P, K, R, C> = HedgeFuture<
 /// What a call needs once its request is prepared.
 pub(crate) struct Setup<S, Req, P, K, R, C> {
     service: S,
-    policy: P,
+    policy: HedgePolicies<P>,
     classify: K,
     replay: R,
     clock: C,
@@ -65,26 +49,17 @@ where
 {
     type Run = Run<S, Req, P, K, R, C>;
 
+    #[inline]
     fn start(self, prepared: Prepared<R::Source, R::Request>) -> Self::Run {
         let (payload, policy) = match prepared {
             Prepared::Replayable(source) => (
                 Payload::Replayable(source),
-                HedgeCallPolicy::Shared(self.policy),
+                HedgeCallPolicy::Shared(self.policy.shared),
             ),
-            Prepared::Once(request, _) => {
-                let shared: &HedgePolicy = self.policy.borrow();
-                // One copy is always a valid setting; keep the policy as it
-                // is should that ever change.
-                let single = shared
-                    .to_builder()
-                    .max_attempts(1)
-                    .build()
-                    .unwrap_or_else(|_| shared.clone());
-                (
-                    Payload::Once(Some(request)),
-                    HedgeCallPolicy::Single(single),
-                )
-            }
+            Prepared::Once(request, _) => (
+                Payload::Once(Some(request)),
+                HedgeCallPolicy::Single(self.policy.single),
+            ),
         };
         let hedge = Attempts::new(self.service, self.replay, payload)
             .hedge(policy)
@@ -115,11 +90,12 @@ pin_project! {
 impl<S, Req, P, K, R, C> ResponseFuture<S, Req, P, K, R, C>
 where
     R: Replay<Req> + Clone,
-    S: Service<R::Request>,
-    P: Clone,
-    K: Clone,
+    S: Service<R::Request> + Clone,
+    P: Borrow<HedgePolicy>,
+    K: Classify<S::Response, S::Error> + Clone,
     C: AsyncClock,
 {
+    #[inline]
     pub(super) fn new(service: S, layer: &HedgeLayer<P, K, R, C>, request: Req) -> Self {
         let setup = Setup {
             service,

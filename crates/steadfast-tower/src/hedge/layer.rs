@@ -1,10 +1,12 @@
+use std::borrow::Borrow;
 use std::fmt;
 
 use steadfast::retry::DefaultClock;
-use steadfast::{AnyError, ClassifyFn, Clock};
+use steadfast::{AnyError, ClassifyFn, Clock, HedgePolicy};
 use tower_layer::Layer;
 
 use super::HedgeService;
+use crate::policy::HedgePolicies;
 use crate::replay::CloneReplay;
 
 /// Hedges calls of the inner service under a core
@@ -29,16 +31,27 @@ use crate::replay::CloneReplay;
 ///     .clock(PreciseClock::new().expect("the timer thread starts"));
 /// # Ok::<(), steadfast::ConfigError>(())
 /// ```
-#[derive(Clone)]
 pub struct HedgeLayer<P, K = AnyError, R = CloneReplay, C = DefaultClock> {
-    pub(super) policy: P,
+    pub(super) policy: HedgePolicies<P>,
     pub(super) classify: K,
     pub(super) replay: R,
     pub(super) clock: C,
     pub(super) name: Option<&'static str>,
 }
 
-impl<P: fmt::Debug, K: fmt::Debug, R: fmt::Debug, C: fmt::Debug> fmt::Debug
+impl<P, K: Clone, R: Clone, C: Clone> Clone for HedgeLayer<P, K, R, C> {
+    fn clone(&self) -> Self {
+        Self {
+            policy: self.policy.clone(),
+            classify: self.classify.clone(),
+            replay: self.replay.clone(),
+            clock: self.clock.clone(),
+            name: self.name,
+        }
+    }
+}
+
+impl<P: Borrow<HedgePolicy>, K: fmt::Debug, R: fmt::Debug, C: fmt::Debug> fmt::Debug
     for HedgeLayer<P, K, R, C>
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -52,12 +65,15 @@ impl<P: fmt::Debug, K: fmt::Debug, R: fmt::Debug, C: fmt::Debug> fmt::Debug
     }
 }
 
-impl<P> HedgeLayer<P> {
+impl<P: Borrow<HedgePolicy>> HedgeLayer<P> {
     /// Hedges under `policy`; every `Ok` wins and every `Err` is non-fatal,
     /// `Clone` requests are replayed by cloning, on tokio's clock.
+    ///
+    /// The policy is kept behind an `Arc` (with its single-copy twin, for
+    /// requests that cannot be replayed), so a call copies a pointer.
     pub fn new(policy: P) -> Self {
         Self {
-            policy,
+            policy: HedgePolicies::new(policy),
             classify: AnyError,
             replay: CloneReplay,
             clock: DefaultClock::default(),
@@ -115,7 +131,7 @@ impl<P, K, R, C> HedgeLayer<P, K, R, C> {
     }
 }
 
-impl<S, P: Clone, K: Clone, R: Clone, C: Clone> Layer<S> for HedgeLayer<P, K, R, C> {
+impl<S, P, K: Clone, R: Clone, C: Clone> Layer<S> for HedgeLayer<P, K, R, C> {
     type Service = HedgeService<S, P, K, R, C>;
 
     fn layer(&self, inner: S) -> Self::Service {

@@ -9,13 +9,21 @@ use super::{HedgeLayer, ResponseFuture};
 use crate::replay::Replay;
 
 /// The service a [`HedgeLayer`] makes: see the [module docs](crate::hedge).
-#[derive(Clone)]
 pub struct HedgeService<S, P, K, R, C> {
     pub(super) inner: S,
     pub(super) layer: HedgeLayer<P, K, R, C>,
 }
 
-impl<S: fmt::Debug, P: fmt::Debug, K: fmt::Debug, R: fmt::Debug, C: fmt::Debug> fmt::Debug
+impl<S: Clone, P, K: Clone, R: Clone, C: Clone> Clone for HedgeService<S, P, K, R, C> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            layer: self.layer.clone(),
+        }
+    }
+}
+
+impl<S: fmt::Debug, P: Borrow<HedgePolicy>, K: fmt::Debug, R: fmt::Debug, C: fmt::Debug> fmt::Debug
     for HedgeService<S, P, K, R, C>
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -37,7 +45,7 @@ impl<S, Req, P, K, R, C> Service<Req> for HedgeService<S, P, K, R, C>
 where
     R: Replay<Req> + Clone,
     S: Service<R::Request> + Clone,
-    P: Borrow<HedgePolicy> + Clone,
+    P: Borrow<HedgePolicy>,
     K: Classify<S::Response, S::Error> + Clone,
     C: AsyncClock,
 {
@@ -53,6 +61,7 @@ where
             .map_err(|e| HedgeError::new(StopReason::Permanent, Some(e), HedgeStats::default()))
     }
 
+    #[inline]
     fn call(&mut self, request: Req) -> Self::Future {
         let ready = self.inner.clone();
         let ready = std::mem::replace(&mut self.inner, ready);

@@ -10,7 +10,7 @@ use bytes::{Bytes, BytesMut};
 use http::{Extensions, HeaderMap, Method, Request, Uri, Version};
 use http_body::Body;
 
-use super::{NotReplayable, Prepared, Replay, ReplayBody};
+use super::{NotReplayable, Prepared, Preparing, Replay, ReplayBody};
 
 /// The default replay buffer of [`HttpReplay`]: 64 KiB.
 pub const DEFAULT_REPLAY_LIMIT: usize = 64 * 1024;
@@ -31,13 +31,17 @@ pub const DEFAULT_REPLAY_LIMIT: usize = 64 * 1024;
 /// ```
 /// use bytes::Bytes;
 /// use http_body_util::{BodyExt, Full};
-/// use steadfast_tower::replay::{HttpReplay, Prepared, Replay};
+/// use steadfast_tower::replay::{HttpReplay, Prepared, Preparing, Replay, ReplayBody};
 ///
 /// # futures::executor::block_on(async {
 /// let replay = HttpReplay::new(1024);
 /// let request = http::Request::put("/users/7").body(Full::new(Bytes::from("{\"name\":\"Ada\"}"))).unwrap();
-/// let Prepared::Replayable(kept) = replay.prepare(request).await else { unreachable!() };
-/// let copy = replay.replay(&kept);
+/// let prepared = match replay.prepare(request) {
+///     Preparing::Done(prepared) => prepared,
+///     Preparing::Reading(buffering) => buffering.await,
+/// };
+/// let Prepared::Replayable(kept) = prepared else { unreachable!() };
+/// let copy: http::Request<ReplayBody<Full<Bytes>>> = replay.replay(&kept);
 /// assert_eq!(copy.method(), http::Method::PUT);
 /// assert_eq!(copy.into_body().collect().await.unwrap().to_bytes(), "{\"name\":\"Ada\"}");
 /// # });
@@ -105,6 +109,18 @@ impl BufferedRequest {
         &self.headers
     }
 
+    /// The request itself, over `body`: for the one attempt of a request
+    /// that is sent once.
+    fn into_request<B>(self, body: B) -> Request<B> {
+        let mut request = Request::new(body);
+        *request.method_mut() = self.method;
+        *request.uri_mut() = self.uri;
+        *request.version_mut() = self.version;
+        *request.headers_mut() = self.headers;
+        *request.extensions_mut() = self.extensions;
+        request
+    }
+
     /// A fresh request for one attempt, over `body`.
     fn request<B>(&self, body: B) -> Request<B> {
         let mut request = Request::new(body);
@@ -125,23 +141,37 @@ where
     type Source = BufferedRequest;
     type Prepare = BufferBody<B>;
 
-    fn prepare(&self, request: Request<B>) -> BufferBody<B> {
+    fn prepare(
+        &self,
+        request: Request<B>,
+    ) -> Preparing<BufferBody<B>, BufferedRequest, Self::Request> {
         let (parts, body) = request.into_parts();
-        BufferBody {
-            head: Some(BufferedRequest {
-                method: parts.method,
-                uri: parts.uri,
-                version: parts.version,
-                headers: parts.headers,
-                extensions: parts.extensions,
-                body: Bytes::new(),
-                trailers: None,
-            }),
+        let head = BufferedRequest {
+            method: parts.method,
+            uri: parts.uri,
+            version: parts.version,
+            headers: parts.headers,
+            extensions: parts.extensions,
+            body: Bytes::new(),
+            trailers: None,
+        };
+        // Nothing to read (a GET, say): replayable at once.
+        if body.is_end_stream() {
+            return Preparing::Done(Prepared::Replayable(head));
+        }
+        // Known to be too large: sent once, as it streams, unread.
+        if body.size_hint().lower() > self.limit as u64 {
+            let why = NotReplayable::BodyTooLarge { limit: self.limit };
+            let body = ReplayBody::partial(VecDeque::new(), body);
+            return Preparing::Done(Prepared::Once(head.into_request(body), why));
+        }
+        Preparing::Reading(BufferBody {
+            head: Some(head),
             body: Some(body),
             read: VecDeque::new(),
             len: 0,
             limit: self.limit,
-        }
+        })
     }
 
     fn replay(&self, source: &BufferedRequest) -> Request<ReplayBody<B>> {
@@ -179,7 +209,7 @@ where
     /// The request sent once: what was read, then the rest of the body.
     fn once(&mut self, head: BufferedRequest, body: B, why: NotReplayable) -> Output<B> {
         let body = ReplayBody::partial(std::mem::take(&mut self.read), body);
-        Prepared::Once(head.request(body), why)
+        Prepared::Once(head.into_request(body), why)
     }
 }
 
@@ -216,7 +246,7 @@ where
                 Poll::Ready(Some(Err(error))) => {
                     let body = ReplayBody::failed(std::mem::take(&mut this.read), error);
                     return Poll::Ready(Prepared::Once(
-                        head.request(body),
+                        head.into_request(body),
                         NotReplayable::BodyError,
                     ));
                 }

@@ -19,7 +19,7 @@ mod body;
 mod http;
 
 use std::fmt;
-use std::future::{Ready, ready};
+use std::future::Pending;
 
 pub use self::body::ReplayBody;
 pub use self::http::{BufferBody, BufferedRequest, DEFAULT_REPLAY_LIMIT, HttpReplay};
@@ -27,34 +27,44 @@ pub use self::http::{BufferBody, BufferedRequest, DEFAULT_REPLAY_LIMIT, HttpRepl
 /// Says whether a request can be sent again, and makes each attempt's copy.
 ///
 /// [`prepare`](Replay::prepare) runs once per call, before the first
-/// attempt (it may read a body); [`replay`](Replay::replay) makes the
-/// request of every attempt from what it kept.
+/// attempt: it answers at once when it can (a `Clone` request, a body-less
+/// HTTP request), or with a future that reads what it needs (a body to
+/// buffer). [`replay`](Replay::replay) makes the request of every attempt
+/// from what it kept.
 ///
 /// ```
-/// use steadfast_tower::replay::{CloneReplay, Prepared, Replay};
+/// use steadfast_tower::replay::{CloneReplay, Prepared, Preparing, Replay};
 ///
-/// # futures::executor::block_on(async {
-/// let kept = match CloneReplay.prepare("GET /users/7".to_string()).await {
-///     Prepared::Replayable(kept) => kept,
-///     Prepared::Once(..) => unreachable!("a Clone request can always be replayed"),
+/// let Preparing::Done(Prepared::Replayable(kept)) = CloneReplay.prepare("GET /users/7".to_string()) else {
+///     unreachable!("a Clone request can always be replayed, at once");
 /// };
 /// assert_eq!(CloneReplay.replay(&kept), "GET /users/7");
-/// # });
 /// ```
 pub trait Replay<Req> {
     /// The request the inner service receives.
     type Request;
     /// What is kept between attempts to make the next copy.
     type Source;
-    /// The future of [`prepare`](Replay::prepare).
+    /// The future of a [`prepare`](Replay::prepare) that must read first.
     type Prepare: Future<Output = Prepared<Self::Source, Self::Request>>;
 
     /// Readies `request` for attempts: keeps it for replay, or, when it
-    /// cannot be replayed, hands it back to be sent once.
-    fn prepare(&self, request: Req) -> Self::Prepare;
+    /// cannot be replayed, hands it back to be sent once; at once, or
+    /// through a future when something must be read first.
+    fn prepare(&self, request: Req) -> Preparing<Self::Prepare, Self::Source, Self::Request>;
 
     /// The request for one attempt, made from what [`prepare`](Replay::prepare) kept.
     fn replay(&self, source: &Self::Source) -> Self::Request;
+}
+
+/// What [`Replay::prepare`] answers: the prepared request, or the future
+/// that prepares it.
+#[derive(Debug)]
+pub enum Preparing<F, S, R> {
+    /// Prepared at once.
+    Done(Prepared<S, R>),
+    /// Being prepared (a body being read).
+    Reading(F),
 }
 
 /// What [`Replay::prepare`] made of a request.
@@ -103,11 +113,11 @@ pub struct CloneReplay;
 impl<Req: Clone> Replay<Req> for CloneReplay {
     type Request = Req;
     type Source = Req;
-    type Prepare = Ready<Prepared<Req, Req>>;
+    type Prepare = Pending<Prepared<Req, Req>>;
 
     #[inline]
-    fn prepare(&self, request: Req) -> Self::Prepare {
-        ready(Prepared::Replayable(request))
+    fn prepare(&self, request: Req) -> Preparing<Self::Prepare, Req, Req> {
+        Preparing::Done(Prepared::Replayable(request))
     }
 
     #[inline]

@@ -11,7 +11,7 @@ use tower_service::Service;
 
 use super::RetryLayer;
 use crate::attempt::{AttemptFuture, Attempts, Payload};
-use crate::policy::CallPolicy;
+use crate::policy::{CallPolicy, PolicyFor};
 use crate::prepare::{Stages, Start};
 use crate::replay::{Prepared, Replay};
 
@@ -28,9 +28,9 @@ type Run<S, Req, P, K, R, C> = RetryFuture<
 >;
 
 /// What a call needs once its request is prepared.
-pub(crate) struct Setup<S, Req, P, K, R, C> {
+pub(crate) struct Setup<S, Req, P: AsPolicy, K, R, C> {
     service: S,
-    policy: P,
+    policy: PolicyFor<P>,
     classify: K,
     replay: R,
     clock: C,
@@ -49,17 +49,16 @@ where
 {
     type Run = Run<S, Req, P, K, R, C>;
 
+    #[inline]
     fn start(self, prepared: Prepared<R::Source, R::Request>) -> Self::Run {
         let setup = self;
         let (payload, policy) = match prepared {
-            Prepared::Replayable(source) => (
-                Payload::Replayable(source),
-                CallPolicy::Shared(setup.policy),
-            ),
-            Prepared::Once(request, _) => (
-                Payload::Once(Some(request)),
-                CallPolicy::once(&setup.policy),
-            ),
+            Prepared::Replayable(source) => {
+                (Payload::Replayable(source), setup.policy.decide(true))
+            }
+            Prepared::Once(request, _) => {
+                (Payload::Once(Some(request)), setup.policy.decide(false))
+            }
         };
         let retry = Attempts::new(setup.service, setup.replay, payload)
             .retry(policy)
@@ -91,15 +90,18 @@ pin_project! {
 impl<S, Req, P, K, R, C> ResponseFuture<S, Req, P, K, R, C>
 where
     R: Replay<Req> + Clone,
-    S: Service<R::Request>,
+    S: Service<R::Request> + Clone,
     P: AsPolicy + Clone,
-    K: Clone,
+    P::Schedule: Clone,
+    K: Classify<S::Response, S::Error> + Clone,
     C: AsyncClock,
 {
+    #[inline]
     pub(super) fn new(service: S, layer: &RetryLayer<P, K, R, C>, request: Req) -> Self {
+        let preparing = layer.replay.prepare(request);
         let setup = Setup {
             service,
-            policy: layer.policy.clone(),
+            policy: layer.policy.for_call(&preparing),
             classify: layer.classify.clone(),
             replay: layer.replay.clone(),
             clock: layer.clock.clone(),
@@ -107,7 +109,7 @@ where
             _request: PhantomData,
         };
         Self {
-            stages: Stages::new(layer.replay.prepare(request), setup),
+            stages: Stages::new(preparing, setup),
         }
     }
 }

@@ -1,10 +1,11 @@
 use std::fmt;
 
-use steadfast::retry::DefaultClock;
+use steadfast::retry::{AsPolicy, DefaultClock};
 use steadfast::{AnyError, ClassifyFn, Clock};
 use tower_layer::Layer;
 
 use super::RetryService;
+use crate::policy::RetryPolicies;
 use crate::replay::CloneReplay;
 
 /// Retries calls of the inner service under a core
@@ -26,17 +27,29 @@ use crate::replay::CloneReplay;
 ///     .name("users-api");
 /// # Ok::<(), steadfast::ConfigError>(())
 /// ```
-#[derive(Clone)]
-pub struct RetryLayer<P, K = AnyError, R = CloneReplay, C = DefaultClock> {
-    pub(super) policy: P,
+pub struct RetryLayer<P: AsPolicy, K = AnyError, R = CloneReplay, C = DefaultClock> {
+    pub(super) policy: RetryPolicies<P>,
     pub(super) classify: K,
     pub(super) replay: R,
     pub(super) clock: C,
     pub(super) name: Option<&'static str>,
 }
 
-impl<P: fmt::Debug, K: fmt::Debug, R: fmt::Debug, C: fmt::Debug> fmt::Debug
-    for RetryLayer<P, K, R, C>
+impl<P: AsPolicy + Clone, K: Clone, R: Clone, C: Clone> Clone for RetryLayer<P, K, R, C> {
+    fn clone(&self) -> Self {
+        Self {
+            policy: self.policy.clone(),
+            classify: self.classify.clone(),
+            replay: self.replay.clone(),
+            clock: self.clock.clone(),
+            name: self.name,
+        }
+    }
+}
+
+impl<P: AsPolicy, K: fmt::Debug, R: fmt::Debug, C: fmt::Debug> fmt::Debug for RetryLayer<P, K, R, C>
+where
+    P::Schedule: fmt::Debug,
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RetryLayer")
@@ -49,12 +62,18 @@ impl<P: fmt::Debug, K: fmt::Debug, R: fmt::Debug, C: fmt::Debug> fmt::Debug
     }
 }
 
-impl<P> RetryLayer<P> {
+impl<P: AsPolicy> RetryLayer<P>
+where
+    P::Schedule: Clone,
+{
     /// Retries under `policy`, every error retried, `Clone` requests
     /// replayed by cloning, on tokio's clock.
+    ///
+    /// The policy is kept behind an `Arc` (with its one-attempt twin, for
+    /// requests that cannot be replayed), so a call copies a pointer.
     pub fn new(policy: P) -> Self {
         Self {
-            policy,
+            policy: RetryPolicies::new(policy),
             classify: AnyError,
             replay: CloneReplay,
             clock: DefaultClock::default(),
@@ -63,7 +82,7 @@ impl<P> RetryLayer<P> {
     }
 }
 
-impl<P, K, R, C> RetryLayer<P, K, R, C> {
+impl<P: AsPolicy, K, R, C> RetryLayer<P, K, R, C> {
     /// Classifies each outcome (response or error) with `f`.
     pub fn classify<F>(self, f: F) -> RetryLayer<P, ClassifyFn<F>, R, C> {
         self.with_classifier(ClassifyFn::new(f))
@@ -110,7 +129,7 @@ impl<P, K, R, C> RetryLayer<P, K, R, C> {
     }
 }
 
-impl<S, P: Clone, K: Clone, R: Clone, C: Clone> Layer<S> for RetryLayer<P, K, R, C> {
+impl<S, P: AsPolicy + Clone, K: Clone, R: Clone, C: Clone> Layer<S> for RetryLayer<P, K, R, C> {
     type Service = RetryService<S, P, K, R, C>;
 
     fn layer(&self, inner: S) -> Self::Service {

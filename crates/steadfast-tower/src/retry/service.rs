@@ -10,14 +10,26 @@ use super::{ResponseFuture, RetryLayer};
 use crate::replay::Replay;
 
 /// The service a [`RetryLayer`] makes: see the [module docs](crate::retry).
-#[derive(Clone)]
-pub struct RetryService<S, P, K, R, C> {
+pub struct RetryService<S, P: AsPolicy, K, R, C> {
     pub(super) inner: S,
     pub(super) layer: RetryLayer<P, K, R, C>,
 }
 
-impl<S: fmt::Debug, P: fmt::Debug, K: fmt::Debug, R: fmt::Debug, C: fmt::Debug> fmt::Debug
+impl<S: Clone, P: AsPolicy + Clone, K: Clone, R: Clone, C: Clone> Clone
     for RetryService<S, P, K, R, C>
+{
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            layer: self.layer.clone(),
+        }
+    }
+}
+
+impl<S: fmt::Debug, P: AsPolicy, K: fmt::Debug, R: fmt::Debug, C: fmt::Debug> fmt::Debug
+    for RetryService<S, P, K, R, C>
+where
+    P::Schedule: fmt::Debug,
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RetryService")
@@ -27,7 +39,7 @@ impl<S: fmt::Debug, P: fmt::Debug, K: fmt::Debug, R: fmt::Debug, C: fmt::Debug> 
     }
 }
 
-impl<S, P, K, R, C> RetryService<S, P, K, R, C> {
+impl<S, P: AsPolicy, K, R, C> RetryService<S, P, K, R, C> {
     /// The inner service.
     pub fn get_ref(&self) -> &S {
         &self.inner
@@ -55,6 +67,7 @@ where
             .map_err(|e| RetryError::new(StopReason::Permanent, Some(e), 0, Duration::ZERO))
     }
 
+    #[inline]
     fn call(&mut self, request: Req) -> Self::Future {
         // The readied service makes the first attempt; a clone of it stays
         // here, for the next call (tower's idiom for calls that outlive
