@@ -219,3 +219,57 @@ impl Timer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::task::Waker;
+
+    use super::*;
+
+    fn poll(sleep: &mut PreciseSleep) -> Poll<()> {
+        Pin::new(sleep).poll(&mut Context::from_waker(Waker::noop()))
+    }
+
+    fn registered(sleep: &PreciseSleep) -> bool {
+        sleep
+            .key
+            .is_some_and(|key| sleep.timer.entries().contains_key(&key))
+    }
+
+    #[test]
+    fn a_pending_sleep_is_registered_until_dropped() {
+        let clock = PreciseClock::new().expect("timer thread");
+        let mut sleep = clock.sleep(Duration::from_secs(3600));
+        assert_eq!(poll(&mut sleep), Poll::Pending);
+        assert!(registered(&sleep));
+        let key = sleep.key.expect("registered");
+        // Polled again with the same waker: still one entry, the same one.
+        assert_eq!(poll(&mut sleep), Poll::Pending);
+        assert_eq!(sleep.key, Some(key));
+        drop(sleep);
+        assert!(!clock.timer.entries().contains_key(&key));
+    }
+
+    #[test]
+    fn a_due_sleep_is_ready_without_registering() {
+        let clock = PreciseClock::new().expect("timer thread");
+        let mut sleep = clock.sleep(Duration::ZERO);
+        assert_eq!(poll(&mut sleep), Poll::Ready(()));
+        assert!(sleep.key.is_none());
+    }
+
+    #[test]
+    fn a_sleep_past_the_end_of_time_never_ends_and_never_registers() {
+        let clock = PreciseClock::new().expect("timer thread");
+        let mut sleep = clock.sleep(Duration::MAX);
+        assert_eq!(poll(&mut sleep), Poll::Pending);
+        assert!(sleep.key.is_none());
+    }
+
+    #[test]
+    fn every_clock_shares_the_one_timer() {
+        let a = PreciseClock::new().expect("timer thread");
+        let b = PreciseClock::new().expect("timer thread");
+        assert!(std::ptr::eq(a.timer, b.timer));
+    }
+}
