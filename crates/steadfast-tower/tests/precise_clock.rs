@@ -32,7 +32,10 @@ fn sleeps_end_in_order_and_never_early_without_a_runtime() {
     let ms: Vec<u64> = order.iter().map(|(ms, _)| *ms).collect();
     assert_eq!(ms, [1, 2, 3, 4, 5]);
     for (ms, at) in order {
-        assert!(at >= Duration::from_millis(ms), "{ms} ms sleep ended at {at:?}");
+        assert!(
+            at >= Duration::from_millis(ms),
+            "{ms} ms sleep ended at {at:?}"
+        );
     }
 }
 

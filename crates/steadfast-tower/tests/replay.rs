@@ -36,7 +36,10 @@ fn body(chunks: &[Vec<u8>], trailers: bool, fail: bool) -> Frames {
     StreamBody::new(stream::iter(frames))
 }
 
-fn prepare<B>(replay: HttpReplay, request: Request<B>) -> Prepared<steadfast_tower::replay::BufferedRequest, Request<ReplayBody<B>>>
+fn prepare<B>(
+    replay: HttpReplay,
+    request: Request<B>,
+) -> Prepared<steadfast_tower::replay::BufferedRequest, Request<ReplayBody<B>>>
 where
     B: Body<Data = Bytes> + Unpin,
 {
@@ -131,7 +134,10 @@ impl Body for Huge {
     type Data = Bytes;
     type Error = Infallible;
 
-    fn poll_frame(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         panic!("a body known to be over the limit must not be read before it is sent");
     }
 
@@ -142,8 +148,11 @@ impl Body for Huge {
 
 #[test]
 fn a_body_known_to_be_too_large_is_not_read_before_it_is_sent() {
-    let request = Request::post("http://svc.test/upload").body(Huge).expect("valid request");
-    let Preparing::Done(Prepared::Once(request, why)) = HttpReplay::default().prepare(request) else {
+    let request = Request::post("http://svc.test/upload")
+        .body(Huge)
+        .expect("valid request");
+    let Preparing::Done(Prepared::Once(request, why)) = HttpReplay::default().prepare(request)
+    else {
         panic!("expected to be sent once, at once");
     };
     assert_eq!(why, NotReplayable::BodyTooLarge { limit: 64 * 1024 });
@@ -152,7 +161,9 @@ fn a_body_known_to_be_too_large_is_not_read_before_it_is_sent() {
 
 #[test]
 fn a_request_without_a_body_is_replayable_at_once() {
-    let request = Request::get("http://svc.test/").body(http_body_util::Empty::<Bytes>::new()).expect("valid request");
+    let request = Request::get("http://svc.test/")
+        .body(http_body_util::Empty::<Bytes>::new())
+        .expect("valid request");
     let Preparing::Done(Prepared::Replayable(kept)) = HttpReplay::new(0).prepare(request) else {
         panic!("an empty body needs no buffering");
     };
@@ -165,4 +176,16 @@ fn a_clone_request_is_cloned_for_every_attempt() {
         panic!("Clone requests replay");
     };
     assert_eq!(CloneReplay.replay(&kept), vec![1, 2, 3]);
+}
+
+/// The crate README shows `examples/hyper_stack.rs` verbatim; this keeps
+/// the two from drifting apart.
+#[test]
+fn the_readme_shows_the_example_program() {
+    let readme = include_str!("../README.md");
+    let example = include_str!("../examples/hyper_stack.rs");
+    assert!(
+        readme.contains(example),
+        "README.md no longer shows examples/hyper_stack.rs"
+    );
 }
