@@ -45,7 +45,7 @@ async fn main() -> Result<(), Error> {
     let client = ServiceBuilder::new()
         .layer(DeadlineLayer::new(Duration::from_secs(5)))
         .layer(
-            RetryLayer::new(Arc::new(policy))
+            RetryLayer::new(policy)
                 .replay(HttpReplay::default()) // bodies up to 64 KiB are sent again
                 .classify(|outcome: &Result<Response<Incoming>, _>| match outcome {
                     Ok(r) if r.status() == StatusCode::SERVICE_UNAVAILABLE => Verdict::Retry,

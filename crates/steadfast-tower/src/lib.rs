@@ -46,10 +46,11 @@
 //! ## Lending the policy
 //!
 //! A layer's response futures are `'static`, so each call takes its policy
-//! along: `RetryLayer::new(policy)` copies a `RetryPolicy` (264 bytes) per
-//! call, `RetryLayer::new(Arc::new(policy))` bumps a reference count, and
-//! `RetryLayer::new(&POLICY)` (a `static`, or a leaked `Box`) costs a
-//! pointer. All three behave the same; `BENCHMARKS.md` has their costs.
+//! along: `RetryLayer::new(policy)` keeps it in an `Arc` (a reference count
+//! per call), `RetryLayer::lend(&POLICY)` lends a `&'static` one (a pointer
+//! per call, the cheapest), and `RetryLayer::lend(policy)` copies the whole
+//! policy per call (the dearest). All behave the same; `BENCHMARKS.md` has
+//! their costs.
 //!
 //! ## Time
 //!
@@ -76,7 +77,7 @@
 //!     .build()?;
 //! let client = ServiceBuilder::new()
 //!     .layer(DeadlineLayer::new(Duration::from_secs(10)))
-//!     .layer(RetryLayer::new(std::sync::Arc::new(policy)).replay(HttpReplay::default()))
+//!     .layer(RetryLayer::new(policy).replay(HttpReplay::default()))
 //!     .layer(SetDeadlineHeaderLayer::new(DeadlineHeader::DEFAULT)?) // each attempt's time left
 //!     .service(client);
 //! # let _ = client;

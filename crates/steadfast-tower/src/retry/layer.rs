@@ -1,7 +1,8 @@
 use std::fmt;
+use std::sync::Arc;
 
 use steadfast::retry::{AsPolicy, DefaultClock};
-use steadfast::{AnyError, ClassifyFn, Clock};
+use steadfast::{AnyError, ClassifyFn, Clock, RetryPolicy, Schedule};
 use tower_layer::Layer;
 
 use super::RetryService;
@@ -62,16 +63,38 @@ where
     }
 }
 
+impl<S: Schedule + Clone> RetryLayer<Arc<RetryPolicy<S>>> {
+    /// Retries under `policy`, every error retried, `Clone` requests
+    /// replayed by cloning, on tokio's clock.
+    ///
+    /// The policy is kept in an `Arc`: each call takes a reference along
+    /// (two uncontended atomic operations). [`lend`](Self::lend) a
+    /// `&'static` policy to take a plain pointer instead.
+    pub fn new(policy: RetryPolicy<S>) -> Self {
+        Self::lend(Arc::new(policy))
+    }
+}
+
 impl<P: AsPolicy> RetryLayer<P>
 where
     P::Schedule: Clone,
 {
-    /// Retries under `policy`, every error retried, `Clone` requests
-    /// replayed by cloning, on tokio's clock.
+    /// Retries under a policy lent as `P`, which each call clones and takes
+    /// along: an `Arc<RetryPolicy>` (a reference count), a
+    /// `&'static RetryPolicy` (a pointer: from a `static`, a `LazyLock`, or
+    /// a leaked `Box`), or a `RetryPolicy` itself (a copy of the whole
+    /// policy per call; the slowest). They behave the same.
     ///
-    /// The policy is kept behind an `Arc` (with its one-attempt twin, for
-    /// requests that cannot be replayed), so a call copies a pointer.
-    pub fn new(policy: P) -> Self {
+    /// ```
+    /// use std::sync::LazyLock;
+    /// use steadfast::RetryPolicy;
+    /// use steadfast_tower::RetryLayer;
+    ///
+    /// static POLICY: LazyLock<RetryPolicy> =
+    ///     LazyLock::new(|| RetryPolicy::builder().max_attempts(3).build().expect("a valid policy"));
+    /// let layer = RetryLayer::lend(&*POLICY);
+    /// ```
+    pub fn lend(policy: P) -> Self {
         Self {
             policy: RetryPolicies::new(policy),
             classify: AnyError,
