@@ -94,11 +94,17 @@ impl<P, S, R> Stages<P, S, R> {
 fn once<Src, Req>(prepared: &Prepared<Src, Req>) -> Option<NotReplayable> {
     match prepared {
         Prepared::Replayable(_) => None,
-        Prepared::Once(_, why) => {
-            tracing::debug!(why = %why, "steadfast: the request cannot be replayed; sending it once");
-            Some(*why)
-        }
+        Prepared::Once(_, why) => Some(sent_once(*why)),
     }
+}
+
+/// Says, once per call, that a request is sent once; out of the way of the
+/// replayable path.
+#[cold]
+#[inline(never)]
+fn sent_once(why: NotReplayable) -> NotReplayable {
+    tracing::debug!(why = %why, "steadfast: the request cannot be replayed; sending it once");
+    why
 }
 
 impl<P, S, R> fmt::Debug for Stages<P, S, R> {
