@@ -15,7 +15,7 @@
 //! - `tower-warm`: `tower::hedge::Hedge` at the same quantile, measured
 //!   after a warm-up long enough for its histogram to rotate;
 //! - `steadfast-cold`: `HedgeLayer` with an `AdaptiveDelay` at the same
-//!   quantile (10 ms fallback until 100 samples), on `PreciseClock`,
+//!   quantile (2 ms fallback until 100 samples), on `PreciseClock`,
 //!   measured from its very first call;
 //! - `steadfast-tokio`: the same on tokio's clock, to show what the 1 ms
 //!   timer tick costs.
@@ -247,7 +247,7 @@ fn main() {
                     cold => {
                         let client = Client::builder(TokioExecutor::new()).build_http();
                         let delay = Arc::new(
-                            AdaptiveDelay::builder(Duration::from_millis(10))
+                            AdaptiveDelay::builder(Duration::from_millis(2))
                                 .quantile(quantile)
                                 .min_samples(100)
                                 .build()
