@@ -33,7 +33,11 @@ fn settings() -> CircuitBreakerBuilder {
 fn policy(control: Arc<dyn RetryControl>) -> RetryPolicy {
     RetryPolicy::builder()
         .max_attempts(3)
-        .backoff(Backoff::constant(Duration::from_millis(100)).build().expect("valid"))
+        .backoff(
+            Backoff::constant(Duration::from_millis(100))
+                .build()
+                .expect("valid"),
+        )
         .control(control)
         .build()
         .expect("valid")
@@ -52,7 +56,11 @@ fn blocking_run(up_at: u64) -> (Vec<u64>, Arc<CircuitBreaker<VirtualClock>>) {
         let result = (|_: Attempt| {
             let now = clock.now().duration_since(start).as_secs();
             sent.push(now);
-            if now >= up_at { Ok(()) } else { Err("connection refused") }
+            if now >= up_at {
+                Ok(())
+            } else {
+                Err("connection refused")
+            }
         })
         .retry_blocking(&policy)
         .clock(clock.clone())
@@ -66,7 +74,11 @@ fn blocking_run(up_at: u64) -> (Vec<u64>, Arc<CircuitBreaker<VirtualClock>>) {
             assert_eq!(err.refused_by(), Some("inventory"));
             let left = err.refused_for().expect("an open breaker knows");
             assert!(left > Duration::ZERO && left <= 5 * SEC, "{left:?}");
-            assert!(err.to_string().starts_with("reserve failed after 0 attempts in 0ms (refused by inventory, for"));
+            assert!(
+                err.to_string().starts_with(
+                    "reserve failed after 0 attempts in 0ms (refused by inventory, for"
+                )
+            );
         }
     }
     (sent, breaker)
@@ -104,7 +116,12 @@ fn blocking_calls_resume_after_the_first_successful_probe() {
 /// are waiting.
 #[tokio::test(start_paused = true)]
 async fn async_calls_send_exactly_k_probes_per_break() {
-    let breaker = Arc::new(settings().probes(3).build_with_clock(TokioClock).expect("valid"));
+    let breaker = Arc::new(
+        settings()
+            .probes(3)
+            .build_with_clock(TokioClock)
+            .expect("valid"),
+    );
     let policy = policy(breaker.clone());
     let sends = Arc::new(AtomicUsize::new(0));
     // Down: every attempt fails after 50 ms.
@@ -212,7 +229,10 @@ async fn a_retry_probe_abandoned_in_its_wait_frees_its_slot() {
     let err = slow.await.expect("no panic").unwrap_err();
     assert_eq!(err.reason(), StopReason::Cancelled);
     assert_eq!(breaker.snapshot().probes, 0);
-    assert!(breaker.admit().is_ok(), "the slot is free for the next caller");
+    assert!(
+        breaker.admit().is_ok(),
+        "the slot is free for the next caller"
+    );
 }
 
 /// The hedger: copy 1 asks `admit`, every hedge `allow_retry`; in
@@ -243,7 +263,10 @@ async fn hedges_count_as_attempts() {
     assert_eq!(err.reason(), StopReason::Throttled);
     assert_eq!(sent.load(Ordering::SeqCst), 0);
     tokio::time::advance(5 * SEC).await;
-    assert_eq!(op(sent.clone()).hedge(&hedging).await.expect("the probe"), "ok");
+    assert_eq!(
+        op(sent.clone()).hedge(&hedging).await.expect("the probe"),
+        "ok"
+    );
     assert_eq!(sent.load(Ordering::SeqCst), 1, "the hedges were refused");
     assert_eq!(breaker.state(), BreakerState::Closed);
 }
@@ -261,8 +284,11 @@ fn composes_with_a_budget_and_a_token_bucket() {
             .expect("valid"),
     );
     let bucket = Arc::new(TokenBucket::builder().max_tokens(4).build().expect("valid"));
-    let all: Arc<dyn RetryControl> =
-        Arc::new(AllOf::new(vec![breaker.clone(), budget.clone(), bucket.clone()]));
+    let all: Arc<dyn RetryControl> = Arc::new(AllOf::new(vec![
+        breaker.clone(),
+        budget.clone(),
+        bucket.clone(),
+    ]));
     let policy = policy(all.clone());
     let mut sent = 0;
     for _ in 0..12 {

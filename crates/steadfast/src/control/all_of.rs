@@ -168,7 +168,7 @@ impl RetryControl for AllOf {
     }
 
     fn wants_durations(&self) -> bool {
-        self.members.iter().any(|m| m.wants_durations())
+        self.members.iter().any(RetryControl::wants_durations)
     }
 
     fn record_timed(&self, outcome: Outcome, duration: Duration) {

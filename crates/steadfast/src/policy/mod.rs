@@ -306,7 +306,7 @@ impl<S: Schedule> RetryPolicyBuilder<S> {
         policy.timed = policy
             .control
             .as_ref()
-            .is_some_and(|control| control.wants_durations());
+            .is_some_and(RetryControl::wants_durations);
         Ok(policy)
     }
 }

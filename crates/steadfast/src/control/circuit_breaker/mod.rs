@@ -334,7 +334,10 @@ impl<C: Clock> CircuitBreaker<C> {
             match self.swap(word, next) {
                 Ok(()) => {
                     if next.generation() != word.generation() {
-                        self.set_deadline(next, nanos.saturating_add(nanos_of(self.probe_timeout())));
+                        self.set_deadline(
+                            next,
+                            nanos.saturating_add(nanos_of(self.probe_timeout())),
+                        );
                         if word.state() == BreakerState::Open {
                             self.changed(word, next, (0, 0));
                         } else {
@@ -470,7 +473,10 @@ impl<C: Clock> CircuitBreaker<C> {
             if theirs != mine && theirs.wrapping_sub(mine) & 0xFFFF < 0x8000 {
                 return;
             }
-            match self.deadline.compare_exchange(stored, new, Ordering::SeqCst, Ordering::SeqCst) {
+            match self
+                .deadline
+                .compare_exchange(stored, new, Ordering::SeqCst, Ordering::SeqCst)
+            {
                 Ok(_) => return,
                 Err(actual) => stored = actual,
             }

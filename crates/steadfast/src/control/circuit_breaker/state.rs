@@ -177,6 +177,9 @@ mod tests {
         assert_eq!(deadline_of(open, stored), Some(5000));
         let later = open.next(BreakerState::HalfOpen, 1, 0);
         assert_eq!(deadline_of(later, stored), None);
-        assert_eq!(deadline_of(open, deadline(open, u64::MAX)), Some(MILLIS_MASK));
+        assert_eq!(
+            deadline_of(open, deadline(open, u64::MAX)),
+            Some(MILLIS_MASK)
+        );
     }
 }

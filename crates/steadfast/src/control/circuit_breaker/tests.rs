@@ -53,7 +53,11 @@ fn minimum_throughput_holds_a_breaker_closed() {
     // Polly's shape: 30 s window, at least 100 calls.
     let b = breaker(CircuitBreaker::builder().failure_ratio(0.1), &clock);
     fail(&b, 99);
-    assert_eq!(b.state(), BreakerState::Closed, "99 of 99 failed, but 99 < 100");
+    assert_eq!(
+        b.state(),
+        BreakerState::Closed,
+        "99 of 99 failed, but 99 < 100"
+    );
     assert_eq!((b.snapshot().calls, b.snapshot().failures), (99, 99));
     fail(&b, 1);
     assert_eq!(b.state(), BreakerState::Open);
@@ -62,7 +66,10 @@ fn minimum_throughput_holds_a_breaker_closed() {
 #[test]
 fn the_ratio_must_be_reached() {
     let clock = VirtualClock::new();
-    let b = breaker(CircuitBreaker::builder().min_calls(10).failure_ratio(0.3), &clock);
+    let b = breaker(
+        CircuitBreaker::builder().min_calls(10).failure_ratio(0.3),
+        &clock,
+    );
     succeed(&b, 8);
     fail(&b, 3); // 3 of 11: 0.27
     assert_eq!(b.state(), BreakerState::Closed);
@@ -70,7 +77,10 @@ fn the_ratio_must_be_reached() {
     assert_eq!(b.state(), BreakerState::Open);
     assert_eq!(b.snapshot().openings, 1);
     // A success never opens a breaker, whatever the window holds.
-    let b = breaker(CircuitBreaker::builder().min_calls(3).failure_ratio(0.5), &clock);
+    let b = breaker(
+        CircuitBreaker::builder().min_calls(3).failure_ratio(0.5),
+        &clock,
+    );
     fail(&b, 1);
     succeed(&b, 1);
     assert_eq!(b.state(), BreakerState::Closed);
@@ -92,7 +102,11 @@ fn failures_leave_a_time_window() {
     clock.advance(10 * SEC); // the three failures' slot has left the window
     assert_eq!(b.snapshot().calls, 0);
     fail(&b, 3);
-    assert_eq!(b.state(), BreakerState::Closed, "only 3 calls in the window");
+    assert_eq!(
+        b.state(),
+        BreakerState::Closed,
+        "only 3 calls in the window"
+    );
     clock.advance(9 * SEC); // still in it
     fail(&b, 1);
     assert_eq!(b.state(), BreakerState::Open);
@@ -368,20 +382,32 @@ fn works_on_a_clock_without_ticks() {
 #[test]
 fn bad_settings_name_their_field() {
     let field = |b: CircuitBreakerBuilder| -> &'static str {
-        b.build().map(drop).map_err(|e: ConfigError| e.field()).unwrap_err()
+        b.build()
+            .map(drop)
+            .map_err(|e: ConfigError| e.field())
+            .unwrap_err()
     };
     let b = CircuitBreaker::builder;
     assert_eq!(field(b().failure_ratio(0.0)), "failure_ratio");
     assert_eq!(field(b().failure_ratio(1.01)), "failure_ratio");
     assert_eq!(field(b().failure_ratio(f64::NAN)), "failure_ratio");
-    assert_eq!(field(b().window(WindowKind::Time(Duration::from_millis(99)))), "window");
-    assert_eq!(field(b().window(WindowKind::Time(Duration::from_secs(86_401)))), "window");
+    assert_eq!(
+        field(b().window(WindowKind::Time(Duration::from_millis(99)))),
+        "window"
+    );
+    assert_eq!(
+        field(b().window(WindowKind::Time(Duration::from_secs(86_401)))),
+        "window"
+    );
     assert_eq!(field(b().window(WindowKind::Count(15))), "window");
     assert_eq!(field(b().window(WindowKind::Count(0))), "window");
     assert_eq!(field(b().window(WindowKind::Count(10_000_010))), "window");
     assert_eq!(field(b().min_calls(0)), "min_calls");
     assert_eq!(field(b().break_duration(Duration::ZERO)), "break_duration");
-    assert_eq!(field(b().probe_timeout(Duration::from_secs(86_401))), "probe_timeout");
+    assert_eq!(
+        field(b().probe_timeout(Duration::from_secs(86_401))),
+        "probe_timeout"
+    );
     assert_eq!(field(b().probes(0)), "probes");
     assert_eq!(field(b().probes(4096)), "probes");
     assert_eq!(field(b().slow_call(Duration::ZERO)), "slow_call");

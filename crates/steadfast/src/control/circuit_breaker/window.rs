@@ -66,8 +66,7 @@ fn tag(generation: u64, epoch: u64) -> u64 {
 #[inline]
 fn in_window(have: u64, want: u64) -> bool {
     let (have, want) = (have >> 32, want >> 32);
-    have >> EPOCH_BITS == want >> EPOCH_BITS
-        && (want.wrapping_sub(have) & EPOCH_MASK) < SLOTS
+    have >> EPOCH_BITS == want >> EPOCH_BITS && (want.wrapping_sub(have) & EPOCH_MASK) < SLOTS
 }
 
 /// Whether tag `a` is later than tag `b`: a later generation (by wrapping
