@@ -77,7 +77,7 @@ fn main() {
             .retry_blocking(&policy)
             .clock(clock.clone())
             .call()
-            .unwrap_err();
+            .expect_err("the breaker refuses");
         assert_eq!(err.attempts(), 0);
     });
     assert_eq!(n, 1, "a refused call: its RetryError only, {n} allocations");

@@ -26,6 +26,8 @@ use super::{Grant, Outcome, Refusal, RetryControl};
 ///   rejected request.)
 /// - [`record`](RetryControl::record) goes to every member.
 /// - [`refund`](RetryControl::refund) goes to every member.
+/// - [`refusal_ends_in`](RetryControl::refusal_ends_in) asks the members in
+///   order; the first that knows (the one named in the refusal) answers.
 /// - [`record_timed`](RetryControl::record_timed) goes to every member (each
 ///   keeps or drops the duration); durations are wanted when any member
 ///   wants them.

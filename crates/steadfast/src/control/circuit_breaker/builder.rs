@@ -138,8 +138,10 @@ impl CircuitBreakerBuilder {
     }
 
     /// Counts an attempt that took at least `threshold` as a failure, even
-    /// when it succeeded (resilience4j's slow calls); default none. Policies
-    /// then time their attempts (one clock read before and one after each).
+    /// when it succeeded (resilience4j's slow calls); default none. Retry
+    /// policies then time their attempts (one clock read before and one
+    /// after each, in the blocking and the async executor); the hedger
+    /// reports its copies' outcomes without durations.
     #[must_use]
     pub const fn slow_call(mut self, threshold: Duration) -> Self {
         self.slow_call = Some(threshold);

@@ -551,7 +551,9 @@ impl<C: Clock> RetryControl for CircuitBreaker<C> {
 
     /// Frees the probe slot of an attempt granted in the half-open state and
     /// never sent; nothing in any other state (a grant made while closed
-    /// costs nothing).
+    /// costs nothing). A refund cannot tell which state its grant was made
+    /// in: one for a grant made while closed that arrives during a
+    /// half-open round frees a slot, so that round may send one probe more.
     fn refund(&self, _grant: Grant) {
         let mut word = self.word();
         while word.state() == BreakerState::HalfOpen && word.probes() > 0 {
