@@ -48,9 +48,13 @@ Simulate many clients retrying against a server, and write a report.
 
 The simulator drives steadfast's real backoff schedules, retry policies and \
 retry controls on virtual time (a run of minutes takes seconds). Scenarios:
-  herd   clients reconnecting after an outage, per jitter strategy
-  storm  a retry storm during an incident, per retry control
-  all    both (the default)
+  herd     clients reconnecting after an outage, per jitter strategy
+  storm    a retry storm during an incident, per retry control
+  tail     tail latency, with and without hedged requests
+  breaker  a dependency down for a while, with and without a circuit
+           breaker (takes the storm flags: --clients --rate --duration
+           --capacity --latency --incident-start --outage --backoff)
+  all      every scenario (the default)
 
 Prints the summary tables and writes SVG and PNG charts and an index.html \
 into --out. Flags not given keep the scenario's built-in defaults; the same \
@@ -224,6 +228,8 @@ pub enum Scenario {
     Storm,
     /// Tail latency, with and without hedged requests.
     Tail,
+    /// A dependency down for a while, with and without a circuit breaker.
+    Breaker,
     /// Every scenario.
     All,
 }

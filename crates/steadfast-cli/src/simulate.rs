@@ -5,6 +5,7 @@
 use std::io::Write;
 use std::sync::Arc;
 
+use steadfast_sim::breaker::BreakerConfig;
 use steadfast_sim::herd::HerdConfig;
 use steadfast_sim::storm::{Incident, IncidentKind, StormConfig};
 use steadfast_sim::tail::TailConfig;
@@ -83,6 +84,9 @@ pub fn config(args: &SimulateArgs) -> Result<SimConfig, SimError> {
         }
         config.storm = Some(storm);
     }
+    if matches!(scenario, Scenario::Breaker | Scenario::All) {
+        config.breaker = Some(breaker(args)?);
+    }
     if matches!(scenario, Scenario::Tail | Scenario::All) {
         let mut tail = TailConfig::default();
         if let Some(n) = args.calls {
@@ -100,6 +104,38 @@ pub fn config(args: &SimulateArgs) -> Result<SimConfig, SimError> {
         Some(seed) => config.with_seed(seed),
         None => config,
     })
+}
+
+/// The `breaker` scenario's settings: its defaults, with the storm's flags
+/// that apply to it.
+fn breaker(args: &SimulateArgs) -> Result<BreakerConfig, SimError> {
+    let mut breaker = BreakerConfig::default();
+    if let Some(n) = args.clients {
+        breaker.clients = n;
+    }
+    if let Some(rate) = args.rate {
+        breaker.call_rate = rate;
+    }
+    if let Some(d) = args.duration {
+        breaker.duration = d;
+    }
+    if let Some(n) = args.capacity {
+        breaker.server.concurrency = n;
+        breaker.server.queue_limit = n;
+    }
+    if let Some(latency) = &args.latency {
+        breaker.server.latency = latency.clone();
+    }
+    if let Some(start) = args.incident_start {
+        breaker.outage_start = start;
+    }
+    if let Some(length) = args.outage {
+        breaker.outage_length = length;
+    }
+    if let Some(spec) = &args.backoff {
+        breaker.backoff = crate::backoff::build(spec, None)?;
+    }
+    Ok(breaker)
 }
 
 /// Runs `steadfast simulate`; returns the exit code (2 when a setting is

@@ -13,7 +13,9 @@
 //! - [`herd`]: clients reconnecting after an outage, per jitter strategy;
 //! - [`storm`]: a retry storm during an incident, per retry control;
 //! - [`tail`]: hedged requests against a heavy-tailed latency, per hedging
-//!   delay (the core's `HedgePolicy` and `AdaptiveDelay`).
+//!   delay (the core's `HedgePolicy` and `AdaptiveDelay`);
+//! - [`breaker`]: a dependency down for a while, with and without a circuit
+//!   breaker (the core's `CircuitBreaker`, alone and with a retry budget).
 //!
 //! ```no_run
 //! let report = steadfast_sim::run_all(&steadfast_sim::SimConfig::default())?;
@@ -41,4 +43,4 @@ pub use agreement::Agreement;
 pub use dist::Latency;
 pub use error::SimError;
 pub use report::{Report, Scenario, SimConfig, run_all};
-pub use scenario::{ScenarioResult, StrategyResult, herd, storm, tail};
+pub use scenario::{ScenarioResult, StrategyResult, breaker, herd, storm, tail};

@@ -35,6 +35,7 @@ struct Details<E> {
     elapsed: Duration,
     name: Option<&'static str>,
     refused_by: Option<&'static str>,
+    refused_for: Option<Duration>,
     timed_out: bool,
 }
 
@@ -53,6 +54,7 @@ impl<E> RetryError<E> {
             elapsed,
             name: None,
             refused_by: None,
+            refused_for: None,
             timed_out: false,
         }))
     }
@@ -83,6 +85,14 @@ impl<E> RetryError<E> {
     #[must_use]
     pub fn with_refused_by(mut self, by: Option<&'static str>) -> Self {
         self.0.refused_by = by;
+        self
+    }
+
+    /// Records how long the refusing control said it would go on refusing
+    /// (a circuit breaker: the rest of its break).
+    #[must_use]
+    pub fn with_refused_for(mut self, refused_for: Option<Duration>) -> Self {
+        self.0.refused_for = refused_for;
         self
     }
 
@@ -122,6 +132,27 @@ impl<E> RetryError<E> {
     #[must_use]
     pub fn refused_by(&self) -> Option<&'static str> {
         self.0.refused_by
+    }
+
+    /// For [`StopReason::Throttled`]: how long the control that refused
+    /// said it would go on refusing, when it knows (a circuit breaker that
+    /// is open: the rest of its break, after which it lets a probe through).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::{RetryError, StopReason};
+    /// let err = RetryError::<std::io::Error>::new(StopReason::Throttled, None, 0, Duration::ZERO)
+    ///     .with_refused_by(Some("payments"))
+    ///     .with_refused_for(Some(Duration::from_millis(4200)));
+    /// assert_eq!(err.refused_for(), Some(Duration::from_millis(4200)));
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "operation failed after 0 attempts in 0ms (refused by payments, for 4.2s more)"
+    /// );
+    /// ```
+    #[must_use]
+    pub fn refused_for(&self) -> Option<Duration> {
+        self.0.refused_for
     }
 
     /// Whether the last attempt was cut off by its timeout.
@@ -168,8 +199,15 @@ impl<E: fmt::Display> fmt::Display for RetryError<E> {
             Secs(self.0.elapsed)
         )?;
         match (self.0.reason, self.0.refused_by) {
+            // No attempt made: the call itself was refused.
+            (StopReason::Throttled, Some(by)) if self.0.attempts == 0 => {
+                write!(f, "refused by {by}")?;
+            }
             (StopReason::Throttled, Some(by)) => write!(f, "retry refused by {by}")?,
             (reason, _) => f.write_str(reason.as_str())?,
+        }
+        if let (StopReason::Throttled, Some(d)) = (self.0.reason, self.0.refused_for) {
+            write!(f, ", for {} more", Secs(d))?;
         }
         f.write_str(")")?;
         if self.0.timed_out {
@@ -190,6 +228,7 @@ impl<E: fmt::Debug> fmt::Debug for RetryError<E> {
             .field("elapsed", &self.0.elapsed)
             .field("name", &self.0.name)
             .field("refused_by", &self.0.refused_by)
+            .field("refused_for", &self.0.refused_for)
             .field("timed_out", &self.0.timed_out)
             .field("last_error", &self.0.last_error)
             .finish()

@@ -6,6 +6,7 @@
 //! [`Report::write_to`] writes the folder. A [`Report`] also serializes to
 //! JSON with serde.
 
+mod breaker_section;
 mod plot;
 mod table;
 
@@ -16,11 +17,12 @@ use serde::Serialize;
 
 use self::plot::{Chart, Line};
 use self::table::{Table, escape};
+use crate::breaker::{BreakerConfig, BreakerResult};
 use crate::engine::{nanos, secs};
 use crate::herd::{HerdConfig, HerdResult};
 use crate::storm::{IncidentKind, StormConfig, StormResult};
 use crate::tail::{TailConfig, TailResult};
-use crate::{Agreement, SimError, herd, storm, tail};
+use crate::{Agreement, SimError, breaker, herd, storm, tail};
 
 /// A scenario, by name: what the CLI's `steadfast simulate <scenario>` selects.
 ///
@@ -40,11 +42,14 @@ pub enum Scenario {
     Storm,
     /// [`tail`]: hedging against a heavy-tailed latency.
     Tail,
+    /// [`breaker`]: a dependency down for a while, with and without a
+    /// circuit breaker.
+    Breaker,
 }
 
 impl Scenario {
     /// Every scenario, in report order.
-    pub const ALL: [Self; 3] = [Self::Herd, Self::Storm, Self::Tail];
+    pub const ALL: [Self; 4] = [Self::Herd, Self::Storm, Self::Tail, Self::Breaker];
 
     /// The scenario's name.
     ///
@@ -57,6 +62,7 @@ impl Scenario {
             Self::Herd => "herd",
             Self::Storm => "storm",
             Self::Tail => "tail",
+            Self::Breaker => "breaker",
         }
     }
 }
@@ -75,7 +81,12 @@ impl std::str::FromStr for Scenario {
             .into_iter()
             .find(|k| k.name() == s.trim())
             .ok_or_else(|| {
-                SimError::config("scenario", "name", "must be one of herd, storm, tail", s)
+                SimError::config(
+                    "scenario",
+                    "name",
+                    "must be one of herd, storm, tail, breaker",
+                    s,
+                )
             })
     }
 }
@@ -98,6 +109,8 @@ pub struct SimConfig {
     pub storm: Option<StormConfig>,
     /// The `tail` scenario.
     pub tail: Option<TailConfig>,
+    /// The `breaker` scenario.
+    pub breaker: Option<BreakerConfig>,
 }
 
 impl Default for SimConfig {
@@ -106,6 +119,7 @@ impl Default for SimConfig {
             herd: Some(HerdConfig::default()),
             storm: Some(StormConfig::default()),
             tail: Some(TailConfig::default()),
+            breaker: Some(BreakerConfig::default()),
         }
     }
 }
@@ -124,6 +138,7 @@ impl SimConfig {
             herd: None,
             storm: None,
             tail: None,
+            breaker: None,
         }
     }
 
@@ -140,6 +155,7 @@ impl SimConfig {
                 Scenario::Herd => config.herd = Some(HerdConfig::default()),
                 Scenario::Storm => config.storm = Some(StormConfig::default()),
                 Scenario::Tail => config.tail = Some(TailConfig::default()),
+                Scenario::Breaker => config.breaker = Some(BreakerConfig::default()),
             }
         }
         config
@@ -157,6 +173,9 @@ impl SimConfig {
         }
         if let Some(t) = &mut self.tail {
             t.seed = seed;
+        }
+        if let Some(b) = &mut self.breaker {
+            b.seed = seed;
         }
         self
     }
@@ -182,6 +201,9 @@ impl SimConfig {
         }
         if let Some(t) = &self.tail {
             t.validate()?;
+        }
+        if let Some(b) = &self.breaker {
+            b.validate()?;
         }
         Ok(())
     }
@@ -212,6 +234,7 @@ pub fn run_all(config: &SimConfig) -> Result<Report, SimError> {
         herd: config.herd.as_ref().map(herd::run).transpose()?,
         storm: config.storm.as_ref().map(storm::run).transpose()?,
         tail: config.tail.as_ref().map(tail::run).transpose()?,
+        breaker: config.breaker.as_ref().map(breaker::run).transpose()?,
     })
 }
 
@@ -230,6 +253,8 @@ pub struct Report {
     pub storm: Option<StormResult>,
     /// The `tail` scenario's result, if it ran.
     pub tail: Option<TailResult>,
+    /// The `breaker` scenario's result, if it ran.
+    pub breaker: Option<BreakerResult>,
 }
 
 fn fmt_opt_secs(v: Option<f64>) -> String {
@@ -256,6 +281,9 @@ impl Report {
         }
         if let Some(t) = &self.tail {
             out.push(tail_section(t));
+        }
+        if let Some(b) = &self.breaker {
+            out.push(breaker_section::section(b));
         }
         out
     }

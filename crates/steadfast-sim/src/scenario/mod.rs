@@ -1,5 +1,6 @@
 //! The scenarios, and what they share.
 
+pub mod breaker;
 pub mod herd;
 pub mod storm;
 pub mod tail;

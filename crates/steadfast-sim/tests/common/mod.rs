@@ -46,5 +46,6 @@ pub fn small() -> SimConfig {
         herd: Some(small_herd()),
         storm: Some(small_storm()),
         tail: Some(small_tail()),
+        breaker: None,
     }
 }

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::sync::{AtomicU64, Ordering};
 use super::{Grant, Outcome, Refusal, RetryControl};
@@ -25,6 +26,11 @@ use super::{Grant, Outcome, Refusal, RetryControl};
 ///   rejected request.)
 /// - [`record`](RetryControl::record) goes to every member.
 /// - [`refund`](RetryControl::refund) goes to every member.
+/// - [`refusal_ends_in`](RetryControl::refusal_ends_in) asks the members in
+///   order; the first that knows (the one named in the refusal) answers.
+/// - [`record_timed`](RetryControl::record_timed) goes to every member (each
+///   keeps or drops the duration); durations are wanted when any member
+///   wants them.
 /// - With no members, everything is allowed.
 ///
 /// Put the cheapest and most often refusing member first: later members are
@@ -161,6 +167,22 @@ impl RetryControl for AllOf {
         for member in self.members.iter().rev() {
             member.refund(grant);
         }
+    }
+
+    fn wants_durations(&self) -> bool {
+        self.members.iter().any(RetryControl::wants_durations)
+    }
+
+    fn record_timed(&self, outcome: Outcome, duration: Duration) {
+        for member in &*self.members {
+            member.record_timed(outcome, duration);
+        }
+    }
+
+    /// Asks the members in order (each answers only for its own name); the
+    /// first that knows answers.
+    fn refusal_ends_in(&self, by: &'static str) -> Option<Duration> {
+        self.members.iter().find_map(|m| m.refusal_ends_in(by))
     }
 }
 

@@ -14,6 +14,7 @@
 //! | [`TokenBucket`] | tokens: failure −1, success +ratio; refuse while tokens ≤ max/2 | gRFC A6 retry throttling |
 //! | [`RetryBudget`] | retries ≤ percent of recent calls + a minimum per second | Finagle `RetryBudget` |
 //! | [`AdaptiveThrottle`] | reject locally with probability `max(0, (req − K·acc) / (req + 1))` | Google SRE book, "Handling Overload" |
+//! | [`CircuitBreaker`] | refuse every call for a break once the failure ratio over a window reaches a threshold; then let K probes decide | Polly v8, resilience4j |
 //! | [`AllOf`] | every member must allow; refunds the members that had already said yes | steadfast |
 //!
 //! Every control lives behind an `Arc`, is lock-free (atomic words only; no
@@ -60,6 +61,7 @@
 mod adaptive_throttle;
 mod all_of;
 mod budget;
+mod circuit_breaker;
 mod failure_window;
 mod slots;
 pub(crate) mod sync;
@@ -67,10 +69,14 @@ mod token_bucket;
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 pub use adaptive_throttle::{AdaptiveThrottle, AdaptiveThrottleBuilder, AdaptiveThrottleSnapshot};
 pub use all_of::{AllOf, AllOfSnapshot};
 pub use budget::{RetryBudget, RetryBudgetBuilder, RetryBudgetSnapshot};
+pub use circuit_breaker::{
+    BreakerState, CircuitBreaker, CircuitBreakerBuilder, CircuitBreakerSnapshot, WindowKind,
+};
 pub use failure_window::{FailureWindow, FailureWindowBuilder, FailureWindowSnapshot};
 pub use token_bucket::{TokenBucket, TokenBucketBuilder, TokenBucketSnapshot};
 
@@ -189,6 +195,46 @@ pub trait RetryControl: fmt::Debug + Send + Sync {
     fn refund(&self, grant: Grant) {
         let _ = grant;
     }
+
+    /// Whether this control wants each attempt's duration
+    /// ([`record_timed`](Self::record_timed)) rather than its outcome alone
+    /// ([`record`](Self::record)). A policy asks once, when it is built, and
+    /// only then reads the clock around its attempts; the default is `false`,
+    /// so a policy whose control does not ask reads no clock for a success.
+    /// A [`CircuitBreaker`] with a slow-call threshold asks.
+    fn wants_durations(&self) -> bool {
+        false
+    }
+
+    /// Reports the outcome of one attempt that took `duration` (from its
+    /// start to its classified outcome). Executors call it, instead of
+    /// [`record`](Self::record), for the controls that
+    /// [want durations](Self::wants_durations); the default forgets the
+    /// duration and records the outcome.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::control::{FailureWindow, Outcome, RetryControl};
+    /// let window = FailureWindow::builder().build().unwrap();
+    /// window.record_timed(Outcome::RetryableFailure, Duration::from_millis(30));
+    /// assert_eq!(window.failures(), 1);
+    /// ```
+    fn record_timed(&self, outcome: Outcome, duration: Duration) {
+        let _ = duration;
+        self.record(outcome);
+    }
+
+    /// For a [`Refusal`] this control (or, for a combination, its member
+    /// named `by`) just gave: how long it will go on refusing, when it knows.
+    /// A [`CircuitBreaker`] knows: the rest of its break, after which it lets
+    /// a probe through. The default, and every control whose refusals end
+    /// with the traffic rather than the clock, says `None`. Executors ask it
+    /// once per refused call (never on a call that was let through), to tell
+    /// the caller in the error.
+    fn refusal_ends_in(&self, by: &'static str) -> Option<Duration> {
+        let _ = by;
+        None
+    }
 }
 
 impl<C: RetryControl + ?Sized> RetryControl for Arc<C> {
@@ -206,6 +252,15 @@ impl<C: RetryControl + ?Sized> RetryControl for Arc<C> {
     }
     fn refund(&self, grant: Grant) {
         (**self).refund(grant);
+    }
+    fn wants_durations(&self) -> bool {
+        (**self).wants_durations()
+    }
+    fn record_timed(&self, outcome: Outcome, duration: Duration) {
+        (**self).record_timed(outcome, duration);
+    }
+    fn refusal_ends_in(&self, by: &'static str) -> Option<Duration> {
+        (**self).refusal_ends_in(by)
     }
 }
 
@@ -282,12 +337,35 @@ mod tests {
     /// in about one run in twenty.
     struct Collect;
 
-    struct Message<'a>(&'a mut String);
+    /// An event's message, and its `from` and `to` fields if it has both
+    /// (a circuit breaker's state changes): `"message: from -> to"`.
+    #[derive(Default)]
+    struct Message {
+        message: String,
+        from: Option<String>,
+        to: Option<String>,
+    }
 
-    impl Visit for Message<'_> {
+    impl Visit for Message {
         fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
             if field.name() == "message" {
-                *self.0 = format!("{value:?}");
+                self.message = format!("{value:?}");
+            }
+        }
+        fn record_str(&mut self, field: &Field, value: &str) {
+            match field.name() {
+                "from" => self.from = Some(value.to_owned()),
+                "to" => self.to = Some(value.to_owned()),
+                _ => self.record_debug(field, &value),
+            }
+        }
+    }
+
+    impl Message {
+        fn text(self) -> String {
+            match (self.from, self.to) {
+                (Some(from), Some(to)) => format!("{}: {from} -> {to}", self.message),
+                _ => self.message,
             }
         }
     }
@@ -304,9 +382,9 @@ mod tests {
         fn event(&self, event: &Event<'_>) {
             COLLECTED.with_borrow_mut(|collected| {
                 if let Some(messages) = collected {
-                    let mut message = String::new();
-                    event.record(&mut Message(&mut message));
-                    messages.push(message);
+                    let mut message = Message::default();
+                    event.record(&mut message);
+                    messages.push(message.text());
                 }
             });
         }
@@ -315,7 +393,7 @@ mod tests {
     }
 
     /// The messages of the events `f` emits on this thread.
-    fn events_of(f: impl FnOnce()) -> Vec<String> {
+    pub(super) fn events_of(f: impl FnOnce()) -> Vec<String> {
         static INSTALL: std::sync::Once = std::sync::Once::new();
         INSTALL.call_once(|| {
             tracing::subscriber::set_global_default(Collect)

@@ -1,6 +1,7 @@
 use std::time::{Duration, Instant};
 
 use super::{Decision, RetryPolicy, StopReason};
+use crate::control::Grant;
 use crate::{Clock, Deadline, Outcome, Refusal, Rng, Schedule, ScheduleState, Verdict};
 
 /// The per-call state a [`RetryPolicy`] advances: plain data, made on the
@@ -15,8 +16,12 @@ pub struct CallState {
     deadline: Option<Deadline>,
     started: Option<Instant>,
     refused_by: Option<&'static str>,
-    /// A retry the control granted whose attempt has not started yet.
-    granted: bool,
+    /// A permission the control granted (the call's admission, or a retry)
+    /// whose attempt has not finished yet.
+    granted: Option<Grant>,
+    /// When the attempt in flight started, for a control that wants
+    /// durations (see [`RetryPolicy::attempt_starting`]).
+    attempt_started: Option<Instant>,
     /// The backoff progress and the random source, made at the first
     /// retry: a call that succeeds at once never initialises them.
     backoff: Option<(ScheduleState, Rng)>,
@@ -89,6 +94,40 @@ impl<S: Schedule> RetryPolicy<S> {
         }
     }
 
+    /// Asks the control to [`admit`](Self::admit) the call and, if it does,
+    /// [starts](Self::start) it. The state remembers the admission until the
+    /// first attempt finishes, so a call that stops before its first attempt
+    /// is sent gives it back with [`abandon`](Self::abandon) (a circuit
+    /// breaker's probe slot, a budget's deposit).
+    ///
+    /// # Errors
+    /// The control's [`Refusal`]: the call must not be made.
+    #[inline]
+    pub fn admit_and_start<C: Clock>(
+        &self,
+        clock: &C,
+        deadline: Option<Deadline>,
+    ) -> Result<CallState, Refusal> {
+        self.admit()?;
+        let mut state = self.start(clock, deadline);
+        if self.control.is_some() {
+            state.granted = Some(Grant::Admit);
+        }
+        Ok(state)
+    }
+
+    /// Notes that an attempt of the call starts now. Reads the clock only
+    /// when the control [wants durations](crate::RetryControl::wants_durations)
+    /// (worked out once, when the policy was built); then the control hears
+    /// the attempt's duration with its outcome. Executors call it right
+    /// before each attempt; without it the control hears outcomes alone.
+    #[inline]
+    pub fn attempt_starting<C: Clock>(&self, state: &mut CallState, clock: &C) {
+        if self.timed {
+            state.attempt_started = Some(clock.now());
+        }
+    }
+
     /// Starts a call: its state, with its effective deadline (the earliest of
     /// `deadline`, the ambient deadline and `max_elapsed` from now).
     ///
@@ -100,7 +139,8 @@ impl<S: Schedule> RetryPolicy<S> {
             deadline: Deadline::earliest(deadline, crate::deadline::current()),
             started: None,
             refused_by: None,
-            granted: false,
+            granted: None,
+            attempt_started: None,
             backoff: None,
         };
         if let Some(limit) = self.max_elapsed {
@@ -128,14 +168,23 @@ impl<S: Schedule> RetryPolicy<S> {
     /// 6. the retry control may refuse the retry: stop as
     ///    [`StopReason::Throttled`].
     ///
-    /// Reads `clock` only for a failure, never for a success.
+    /// Reads `clock` only for a failure, never for a success (unless the
+    /// control [wants durations](crate::RetryControl::wants_durations) and
+    /// the executor timed the attempt with
+    /// [`attempt_starting`](Self::attempt_starting)).
     #[inline]
     pub fn decide<C: Clock>(&self, state: &mut CallState, verdict: Verdict, clock: &C) -> Decision {
         state.attempts = state.attempts.saturating_add(1);
-        state.granted = false;
+        state.granted = None;
         if verdict == Verdict::Success {
             if let Some(control) = &self.control {
-                control.record(Outcome::Success);
+                match state.attempt_started.take() {
+                    None => control.record(Outcome::Success),
+                    Some(started) => control.record_timed(
+                        Outcome::Success,
+                        clock.now().saturating_duration_since(started),
+                    ),
+                }
             }
             return Decision::Succeed;
         }
@@ -157,10 +206,16 @@ impl<S: Schedule> RetryPolicy<S> {
             Verdict::Retry => None,
             Verdict::RetryAfter(hint) => Some(hint),
         };
-        if let Some(control) = &self.control {
-            control.record(Outcome::RetryableFailure);
-        }
         let now = clock.now();
+        if let Some(control) = &self.control {
+            match state.attempt_started.take() {
+                None => control.record(Outcome::RetryableFailure),
+                Some(started) => control.record_timed(
+                    Outcome::RetryableFailure,
+                    now.saturating_duration_since(started),
+                ),
+            }
+        }
         let started = *state.started.get_or_insert(now);
         if let Some(deadline) = state.deadline
             && deadline.is_expired(now)
@@ -200,7 +255,7 @@ impl<S: Schedule> RetryPolicy<S> {
                 state.refused_by = Some(refusal.by);
                 return Decision::Stop(StopReason::Throttled);
             }
-            state.granted = true;
+            state.granted = Some(Grant::Retry);
         }
         tracing::debug!(
             attempt = state.attempts,
@@ -215,18 +270,20 @@ impl<S: Schedule> RetryPolicy<S> {
 }
 
 impl<S> RetryPolicy<S> {
-    /// Ends a call that stops while it waits for a retry it was granted
-    /// (cancelled, or cut by its deadline, before the attempt started): the
-    /// control gets the grant back ([`RetryControl::refund`]), so a budget
-    /// does not pay for an attempt that was never sent. Does nothing when no
-    /// grant is outstanding.
+    /// Ends a call that stops while it waits for an attempt it was granted
+    /// (cancelled, or cut by its deadline, before the attempt started: a
+    /// retry, or the first attempt of a call started with
+    /// [`admit_and_start`](Self::admit_and_start)): the control gets the
+    /// grant back ([`RetryControl::refund`]), so a budget does not pay for
+    /// an attempt that was never sent and a circuit breaker's probe slot is
+    /// freed. Does nothing when no grant is outstanding.
     ///
     /// [`RetryControl::refund`]: crate::RetryControl::refund
     pub fn abandon(&self, state: &mut CallState) {
-        if std::mem::take(&mut state.granted)
+        if let Some(grant) = state.granted.take()
             && let Some(control) = &self.control
         {
-            control.refund(crate::control::Grant::Retry);
+            control.refund(grant);
         }
     }
 }

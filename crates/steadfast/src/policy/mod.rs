@@ -62,6 +62,8 @@ pub struct RetryPolicy<S = Backoff> {
     control: Option<Arc<dyn RetryControl>>,
     /// `is_lean()`, worked out once by `build` (one load on the hot path).
     lean: bool,
+    /// Whether the control wants attempt durations, asked once by `build`.
+    timed: bool,
 }
 
 impl<S: fmt::Debug> fmt::Debug for RetryPolicy<S> {
@@ -221,6 +223,7 @@ impl<S: Schedule> RetryPolicyBuilder<S> {
                 attempt_timeout: None,
                 control: None,
                 lean: true,
+                timed: false,
             },
         }
     }
@@ -245,6 +248,7 @@ impl<S: Schedule> RetryPolicyBuilder<S> {
                 attempt_timeout: p.attempt_timeout,
                 control: p.control,
                 lean: p.lean,
+                timed: p.timed,
             },
         }
     }
@@ -318,6 +322,10 @@ impl<S: Schedule> RetryPolicyBuilder<S> {
         policy.lean = policy.control.is_none()
             && policy.max_elapsed.is_none()
             && policy.attempt_timeout.is_none();
+        policy.timed = policy
+            .control
+            .as_ref()
+            .is_some_and(RetryControl::wants_durations);
         Ok(policy)
     }
 }

@@ -3,7 +3,9 @@ use std::time::Duration;
 
 use super::{AsPolicy, Attempt, Notify, Retry, cancel_reason, conclude};
 use crate::hedge::AttemptSet;
-use crate::{CancelToken, Classify, Clock, Deadline, Decision, RetryError, StopReason, Verdict};
+use crate::{
+    CancelToken, Classify, Clock, Deadline, Decision, RetryError, RetryPolicy, StopReason, Verdict,
+};
 
 impl<F, P, K, N, C, T, E> Retry<F, P, K, N, C>
 where
@@ -64,13 +66,15 @@ where
     fn call_on(mut self, mut first: Option<(Result<T, E>, Verdict)>) -> Result<T, RetryError<E>> {
         let policy = self.policy.as_policy();
         let name = self.options.name;
-        if first.is_none()
-            && let Err(refusal) = policy.admit()
-        {
-            return Err(refused(refusal.by, name));
-        }
         let clock = &self.clock;
-        let mut state = policy.start(clock, self.options.deadline);
+        let mut state = if first.is_some() {
+            policy.start(clock, self.options.deadline)
+        } else {
+            match policy.admit_and_start(clock, self.options.deadline) {
+                Ok(state) => state,
+                Err(refusal) => return Err(refused(policy, refusal.by, name)),
+            }
+        };
         let mut last: Option<Result<T, E>> = None;
         loop {
             if let Some(token) = &self.options.cancel
@@ -92,6 +96,7 @@ where
                         ),
                         in_flight: AttemptSet::new(),
                     };
+                    policy.attempt_starting(&mut state, clock);
                     let outcome = match attempt.deadline {
                         Some(d) => crate::deadline::scope(d, || (self.op)(attempt)),
                         None => (self.op)(attempt),
@@ -169,10 +174,17 @@ pub(super) fn attempt_deadline<C: Clock>(
     }
 }
 
-/// The error for a call whose first attempt a control refused.
-pub(super) fn refused<E>(by: &'static str, name: Option<&'static str>) -> RetryError<E> {
-    let err =
-        RetryError::new(StopReason::Throttled, None, 0, Duration::ZERO).with_refused_by(Some(by));
+/// The error for a call whose first attempt a control refused (with how
+/// long the control says it goes on refusing, when it knows).
+pub(super) fn refused<S, E>(
+    policy: &RetryPolicy<S>,
+    by: &'static str,
+    name: Option<&'static str>,
+) -> RetryError<E> {
+    let refused_for = policy.control().and_then(|c| c.refusal_ends_in(by));
+    let err = RetryError::new(StopReason::Throttled, None, 0, Duration::ZERO)
+        .with_refused_by(Some(by))
+        .with_refused_for(refused_for);
     match name {
         Some(name) => err.with_name(name),
         None => err,

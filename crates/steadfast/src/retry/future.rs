@@ -355,10 +355,15 @@ where
         slot: &mut Slot<Fut, C::Sleep, N::Future, T, E>,
         cx: &mut Context<'_>,
     ) -> Output<T, E> {
-        if let Err(refusal) = self.policy.as_policy().admit() {
-            return Poll::Ready(Err(refused(refusal.by, self.name)));
+        if self.is_cancelled() {
+            // Cancelled before anything was asked or sent.
+            return Poll::Ready(self.cancelled_lean(false));
         }
-        let call = self.policy.as_policy().start(&self.clock, self.deadline);
+        let policy = self.policy.as_policy();
+        let call = match policy.admit_and_start(&self.clock, self.deadline) {
+            Ok(call) => call,
+            Err(refusal) => return Poll::Ready(Err(refused(policy, refusal.by, self.name))),
+        };
         let mut run = Box::pin(Running::new(call));
         self.start_attempt(&mut run.as_mut().project());
         self.keep_running(slot, run, cx)
@@ -532,6 +537,9 @@ where
             deadline,
             in_flight: AttemptSet::new(),
         };
+        self.policy
+            .as_policy()
+            .attempt_starting(run.call, &self.clock);
         let timer = deadline.map(|d| self.clock.sleep(d.remaining(self.clock.now())));
         run.timer.set(timer);
         // The operation makes its future with the attempt's deadline as the
