@@ -6,20 +6,26 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use pin_project_lite::pin_project;
 use steadfast::control::{Grant, Outcome, Refusal};
-use steadfast::{AnyError, Classify, ClassifyFn, RetryControl, Verdict};
+use steadfast::retry::DefaultClock;
+use steadfast::{AnyError, Classify, ClassifyFn, Clock, RetryControl, Verdict};
 use tower_layer::Layer;
 use tower_service::Service;
 
 /// Puts a shared [`RetryControl`] in front of a service: every call asks
-/// [`admit`](RetryControl::admit) first (client-side adaptive throttling
-/// refuses here, locally, with [`ControlError::Refused`], without calling
-/// the service), and every outcome is [recorded](RetryControl::record), as
-/// the classifier judges it (`Success` as a success, `Retry`/`RetryAfter`
-/// as a retryable failure, `Stop` not at all). A call dropped before it
-/// finished gives its admission back ([`RetryControl::refund`]).
+/// [`admit`](RetryControl::admit) first (client-side adaptive throttling or
+/// an open circuit breaker refuses here, locally, with
+/// [`ControlError::Refused`], without calling the service), and every
+/// outcome is [recorded](RetryControl::record), as the classifier judges it
+/// (`Success` as a success, `Retry`/`RetryAfter` as a retryable failure,
+/// `Stop` not at all). A control that
+/// [wants durations](RetryControl::wants_durations) (a breaker counting
+/// slow calls) gets each call's, timed on the layer's clock; no other reads
+/// a clock. A call dropped before it finished gives its admission back
+/// ([`RetryControl::refund`]).
 ///
 /// The same `Arc` can be the control of a [`RetryLayer`](crate::RetryLayer)'s
 /// or a [`HedgeLayer`](crate::HedgeLayer)'s policy, so one budget or token
@@ -44,16 +50,20 @@ use tower_service::Service;
 /// # }
 /// ```
 #[derive(Clone)]
-pub struct ControlLayer<K = AnyError> {
+pub struct ControlLayer<K = AnyError, C = DefaultClock> {
     control: Arc<dyn RetryControl>,
     classify: K,
+    clock: C,
+    /// `control.wants_durations()`, asked once.
+    timed: bool,
 }
 
-impl<K: fmt::Debug> fmt::Debug for ControlLayer<K> {
+impl<K: fmt::Debug, C: fmt::Debug> fmt::Debug for ControlLayer<K, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ControlLayer")
             .field("control", &self.control)
             .field("classify", &self.classify)
+            .field("clock", &self.clock)
             .finish()
     }
 }
@@ -63,29 +73,43 @@ impl ControlLayer {
     /// retryable failure.
     pub fn new(control: Arc<dyn RetryControl>) -> Self {
         Self {
+            timed: control.wants_durations(),
             control,
             classify: AnyError,
+            clock: DefaultClock::default(),
         }
     }
 }
 
-impl<K> ControlLayer<K> {
+impl<K, C> ControlLayer<K, C> {
     /// Judges each outcome with `f`.
-    pub fn classify<F>(self, f: F) -> ControlLayer<ClassifyFn<F>> {
+    pub fn classify<F>(self, f: F) -> ControlLayer<ClassifyFn<F>, C> {
         self.with_classifier(ClassifyFn::new(f))
     }
 
     /// Uses any [`Classify`] implementation.
-    pub fn with_classifier<K2>(self, classify: K2) -> ControlLayer<K2> {
+    pub fn with_classifier<K2>(self, classify: K2) -> ControlLayer<K2, C> {
         ControlLayer {
             control: self.control,
             classify,
+            clock: self.clock,
+            timed: self.timed,
+        }
+    }
+
+    /// Times calls on `clock`, for a control that wants durations.
+    pub fn clock<C2: Clock>(self, clock: C2) -> ControlLayer<K, C2> {
+        ControlLayer {
+            control: self.control,
+            classify: self.classify,
+            clock,
+            timed: self.timed,
         }
     }
 }
 
-impl<S, K: Clone> Layer<S> for ControlLayer<K> {
-    type Service = Control<S, K>;
+impl<S, K: Clone, C: Clone> Layer<S> for ControlLayer<K, C> {
+    type Service = Control<S, K, C>;
 
     fn layer(&self, inner: S) -> Self::Service {
         Control {
@@ -97,12 +121,12 @@ impl<S, K: Clone> Layer<S> for ControlLayer<K> {
 
 /// The service a [`ControlLayer`] makes.
 #[derive(Clone)]
-pub struct Control<S, K = AnyError> {
+pub struct Control<S, K = AnyError, C = DefaultClock> {
     inner: S,
-    layer: ControlLayer<K>,
+    layer: ControlLayer<K, C>,
 }
 
-impl<S: fmt::Debug, K: fmt::Debug> fmt::Debug for Control<S, K> {
+impl<S: fmt::Debug, K: fmt::Debug, C: fmt::Debug> fmt::Debug for Control<S, K, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Control")
             .field("inner", &self.inner)
@@ -111,14 +135,15 @@ impl<S: fmt::Debug, K: fmt::Debug> fmt::Debug for Control<S, K> {
     }
 }
 
-impl<S, K, Req> Service<Req> for Control<S, K>
+impl<S, K, C, Req> Service<Req> for Control<S, K, C>
 where
     S: Service<Req>,
     K: Classify<S::Response, S::Error> + Clone,
+    C: Clock,
 {
     type Response = S::Response;
     type Error = ControlError<S::Error>;
-    type Future = ControlFuture<S::Future, K>;
+    type Future = ControlFuture<S::Future, K, C>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx).map_err(ControlError::Inner)
@@ -128,17 +153,24 @@ where
         let control = &self.layer.control;
         let state = match control.admit() {
             Ok(()) => State::Called {
+                // Timed only for a control that asked for durations.
+                started: self
+                    .layer
+                    .timed
+                    .then(|| (self.layer.clock.clone(), self.layer.clock.now())),
                 future: self.inner.call(request),
                 admitted: Admitted(Some(Arc::clone(control))),
                 classify: self.layer.classify.clone(),
             },
             Err(refusal) => {
+                let ends_in = control.refusal_ends_in(refusal.by);
                 tracing::debug!(
                     by = refusal.by,
+                    ?ends_in,
                     "steadfast: call refused before it was sent"
                 );
                 State::Refused {
-                    refusal: Some(refusal),
+                    refused: Some((refusal, ends_in)),
                 }
             }
         };
@@ -150,11 +182,15 @@ where
 struct Admitted(Option<Arc<dyn RetryControl>>);
 
 impl Admitted {
-    fn settle(&mut self, outcome: Option<Outcome>) {
+    /// Records the outcome (with the call's duration, if it was timed).
+    fn settle(&mut self, outcome: Option<Outcome>, took: Option<Duration>) {
         if let Some(control) = self.0.take()
             && let Some(outcome) = outcome
         {
-            control.record(outcome);
+            match took {
+                Some(took) => control.record_timed(outcome, took),
+                None => control.record(outcome),
+            }
         }
     }
 }
@@ -170,21 +206,27 @@ impl Drop for Admitted {
 pin_project! {
     /// The future of a [`Control`] call.
     #[must_use = "futures do nothing unless polled"]
-    pub struct ControlFuture<F, K> {
+    pub struct ControlFuture<F, K, C = DefaultClock> {
         #[pin]
-        state: State<F, K>,
+        state: State<F, K, C>,
     }
 }
 
 pin_project! {
     #[project = StateProj]
-    enum State<F, K> {
-        Called { #[pin] future: F, admitted: Admitted, classify: K },
-        Refused { refusal: Option<Refusal> },
+    enum State<F, K, C> {
+        Called {
+            #[pin]
+            future: F,
+            admitted: Admitted,
+            classify: K,
+            started: Option<(C, Instant)>,
+        },
+        Refused { refused: Option<(Refusal, Option<Duration>)> },
     }
 }
 
-impl<F, K> fmt::Debug for ControlFuture<F, K> {
+impl<F, K, C> fmt::Debug for ControlFuture<F, K, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self.state {
             State::Called { .. } => "ControlFuture(called)",
@@ -193,10 +235,11 @@ impl<F, K> fmt::Debug for ControlFuture<F, K> {
     }
 }
 
-impl<F, K, T, E> Future for ControlFuture<F, K>
+impl<F, K, C, T, E> Future for ControlFuture<F, K, C>
 where
     F: Future<Output = Result<T, E>>,
     K: Classify<T, E>,
+    C: Clock,
 {
     type Output = Result<T, ControlError<E>>;
 
@@ -206,20 +249,29 @@ where
                 future,
                 admitted,
                 classify,
+                started,
             } => {
                 let out = std::task::ready!(future.poll(cx));
-                admitted.settle(match classify.classify(&out) {
+                let took = started
+                    .as_ref()
+                    .map(|(clock, at)| clock.now().saturating_duration_since(*at));
+                let outcome = match classify.classify(&out) {
                     Verdict::Success => Some(Outcome::Success),
                     Verdict::Retry | Verdict::RetryAfter(_) => Some(Outcome::RetryableFailure),
                     Verdict::Stop => None,
-                });
+                };
+                admitted.settle(outcome, took);
                 Poll::Ready(out.map_err(ControlError::Inner))
             }
-            StateProj::Refused { refusal } => Poll::Ready(Err(ControlError::Refused(
-                refusal.take().unwrap_or(Refusal {
-                    by: "retry control",
-                }),
-            ))),
+            StateProj::Refused { refused } => {
+                let (refusal, ends_in) = refused.take().unwrap_or((
+                    Refusal {
+                        by: "retry control",
+                    },
+                    None,
+                ));
+                Poll::Ready(Err(ControlError::Refused { refusal, ends_in }))
+            }
         }
     }
 }
@@ -229,13 +281,22 @@ where
 /// ```
 /// use steadfast::control::Refusal;
 /// use steadfast_tower::ControlError;
-/// let err = ControlError::<std::io::Error>::Refused(Refusal { by: "adaptive throttle" });
-/// assert_eq!(err.to_string(), "call not sent: refused by adaptive throttle");
+/// let err = ControlError::<std::io::Error>::Refused {
+///     refusal: Refusal { by: "circuit breaker" },
+///     ends_in: Some(std::time::Duration::from_millis(4200)),
+/// };
+/// assert_eq!(err.to_string(), "call not sent: refused by circuit breaker for 4.2s more");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ControlError<E> {
     /// The control refused the call; the service was not called.
-    Refused(Refusal),
+    Refused {
+        /// Which control refused.
+        refusal: Refusal,
+        /// How long it will go on refusing, when it knows (a circuit
+        /// breaker's break).
+        ends_in: Option<Duration>,
+    },
     /// The service failed.
     Inner(E),
 }
@@ -243,7 +304,15 @@ pub enum ControlError<E> {
 impl<E: fmt::Display> fmt::Display for ControlError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Refused(refusal) => write!(f, "call not sent: {refusal}"),
+            Self::Refused {
+                refusal,
+                ends_in: Some(d),
+            } => write!(
+                f,
+                "call not sent: {refusal} for {:.1}s more",
+                d.as_secs_f64()
+            ),
+            Self::Refused { refusal, .. } => write!(f, "call not sent: {refusal}"),
             Self::Inner(e) => e.fmt(f),
         }
     }
@@ -252,7 +321,7 @@ impl<E: fmt::Display> fmt::Display for ControlError<E> {
 impl<E: Error + 'static> Error for ControlError<E> {
     fn source(&self) -> Option<&(dyn Error + 'static)> {
         match self {
-            Self::Refused(refusal) => Some(refusal),
+            Self::Refused { refusal, .. } => Some(refusal),
             Self::Inner(e) => Some(e),
         }
     }

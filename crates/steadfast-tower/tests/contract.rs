@@ -400,3 +400,53 @@ async fn the_layers_compose_in_any_order() {
     probe.finish_all();
     assert_eq!(call.await.expect("no panic").ok(), Some(200));
 }
+
+/// A circuit breaker at the front door: failures open it, the service is
+/// then not called at all, and the refusal says how long the break lasts;
+/// slow calls count as failures when the breaker asks for durations (timed
+/// on the layer's clock, here tokio's paused one).
+#[tokio::test(start_paused = true)]
+async fn a_breaker_in_a_control_layer_refuses_locally_and_counts_slow_calls() {
+    use steadfast::clock::TokioClock;
+    use steadfast::control::{BreakerState, CircuitBreaker, WindowKind};
+    use steadfast_tower::ControlError;
+
+    let breaker = std::sync::Arc::new(
+        CircuitBreaker::builder()
+            .window(WindowKind::Count(10))
+            .min_calls(4)
+            .failure_ratio(0.5)
+            .break_duration(Duration::from_secs(5))
+            .slow_call(ms(100))
+            .build_with_clock(TokioClock)
+            .expect("valid breaker"),
+    );
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let counter = std::sync::Arc::clone(&calls);
+    // Every call answers Ok, but after 500 ms: slow.
+    let slow = tower::service_fn(move |_: u32| {
+        counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        async {
+            tokio::time::sleep(ms(500)).await;
+            Ok::<_, std::io::Error>(200)
+        }
+    });
+    let service = ControlLayer::new(breaker.clone())
+        .clock(TokioClock)
+        .layer(slow);
+    for _ in 0..4 {
+        assert_eq!(service.clone().oneshot(1).await.ok(), Some(200));
+    }
+    assert_eq!(breaker.state(), BreakerState::Open);
+    let err = service.clone().oneshot(1).await.expect_err("refused");
+    let ControlError::Refused { refusal, ends_in } = err else {
+        panic!("expected a refusal, got {err}");
+    };
+    assert_eq!(refusal.by, steadfast::RetryControl::name(&*breaker));
+    assert_eq!(ends_in, Some(Duration::from_secs(5)));
+    assert_eq!(
+        calls.load(std::sync::atomic::Ordering::SeqCst),
+        4,
+        "an open breaker calls nothing"
+    );
+}
