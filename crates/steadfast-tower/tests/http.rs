@@ -27,7 +27,7 @@ use steadfast::deadline::DeadlineHeader;
 use steadfast::{Backoff, HedgePolicy, Jitter, RetryPolicy, StopReason, Verdict};
 use steadfast_tower::replay::HttpReplay;
 use steadfast_tower::{HedgeLayer, RetryLayer, ServerDeadlineLayer, SetDeadlineHeaderLayer};
-use support::server::{Seen, Server, eventually, hyper_client};
+use support::server::{Handler, Seen, Server, eventually, hyper_client};
 use tower::{ServiceBuilder, ServiceExt};
 
 type Outcome = Result<Response<Incoming>, hyper_util::client::legacy::Error>;
@@ -183,11 +183,11 @@ async fn the_deadline_shrinks_across_two_hops_and_cancels_the_last() {
                     let hop = Arc::clone(&hop);
                     let seen = Arc::clone(&seen);
                     async move {
-                        let guard = CancelWatch::start(&seen);
+                        let handler = Handler::start(&seen);
                         *hop.left.lock().expect("lock") = steadfast::deadline::current()
                             .map(|d| d.remaining(std::time::Instant::now()));
                         tokio::time::sleep(Duration::from_secs(60)).await;
-                        guard.done("finished")
+                        handler.finish("finished")
                     }
                 }),
             )
@@ -260,36 +260,6 @@ async fn the_deadline_shrinks_across_two_hops_and_cancels_the_last() {
     let seen = Arc::clone(&b_seen);
     assert!(eventually(|| seen.cancelled.load(Ordering::SeqCst) == 1).await);
     assert_eq!(b_seen.in_flight.load(Ordering::SeqCst), 0);
-}
-
-/// Counts a handler in flight, and cancelled if it is dropped unfinished.
-struct CancelWatch {
-    seen: Arc<Seen>,
-    done: bool,
-}
-
-impl CancelWatch {
-    fn start(seen: &Arc<Seen>) -> Self {
-        seen.in_flight.fetch_add(1, Ordering::SeqCst);
-        Self {
-            seen: Arc::clone(seen),
-            done: false,
-        }
-    }
-
-    fn done<T>(mut self, value: T) -> T {
-        self.done = true;
-        value
-    }
-}
-
-impl Drop for CancelWatch {
-    fn drop(&mut self) {
-        self.seen.in_flight.fetch_sub(1, Ordering::SeqCst);
-        if !self.done {
-            self.seen.cancelled.fetch_add(1, Ordering::SeqCst);
-        }
-    }
 }
 
 #[tokio::test]

@@ -48,13 +48,13 @@ impl Seen {
 }
 
 /// Counts a handler in flight; counts it cancelled if dropped unfinished.
-struct Handler {
+pub struct Handler {
     seen: Arc<Seen>,
     finished: bool,
 }
 
 impl Handler {
-    fn start(seen: &Arc<Seen>) -> Self {
+    pub fn start(seen: &Arc<Seen>) -> Self {
         seen.in_flight.fetch_add(1, Ordering::SeqCst);
         Self {
             seen: Arc::clone(seen),
@@ -62,7 +62,7 @@ impl Handler {
         }
     }
 
-    fn finish<T>(mut self, value: T) -> T {
+    pub fn finish<T>(mut self, value: T) -> T {
         self.finished = true;
         value
     }
