@@ -137,9 +137,9 @@ where
     type Future = AttemptFuture<S, R::Request>;
 
     #[inline]
-    fn attempt(&mut self, _: Attempt) -> Self::Future {
+    fn attempt(&mut self, attempt: Attempt) -> Self::Future {
         let request = match &mut self.payload {
-            Payload::Replayable(source) => self.replay.replay(source),
+            Payload::Replayable(source) => self.replay.replay(source, &attempt),
             Payload::Once(request) => match request.take() {
                 Some(request) => request,
                 // The layers run a request that is sent once under a

@@ -1,6 +1,6 @@
 //! # steadfast-tower
 //!
-//! The [steadfast](steadfast) toolkit as tower middleware: retries, hedged
+//! The [steadfast] toolkit as tower middleware: retries, hedged
 //! requests, deadlines that travel between services, and shared retry
 //! controls, for any [`tower::Service`](tower_service::Service) — a hyper
 //! or reqwest client, a tonic channel, an axum handler — in the

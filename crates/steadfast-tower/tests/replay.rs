@@ -89,7 +89,7 @@ proptest! {
             Prepared::Replayable(kept) => {
                 prop_assert!(all.len() <= limit);
                 for _ in 0..3 {
-                    let copy: Request<ReplayBody<Frames>> = replay.replay(&kept);
+                    let copy: Request<ReplayBody<Frames>> = replay.replay(&kept, &steadfast::Attempt::new(2));
                     prop_assert_eq!(copy.headers()["x-request-id"].as_bytes(), b"42");
                     prop_assert_eq!(copy.body().size_hint().exact(), Some(all.len() as u64));
                     let (bytes, got_trailers, failed) = drain(copy.into_body());
@@ -175,7 +175,10 @@ fn a_clone_request_is_cloned_for_every_attempt() {
     let Preparing::Done(Prepared::Replayable(kept)) = CloneReplay.prepare(vec![1, 2, 3]) else {
         panic!("Clone requests replay");
     };
-    assert_eq!(CloneReplay.replay(&kept), vec![1, 2, 3]);
+    assert_eq!(
+        CloneReplay.replay(&kept, &steadfast::Attempt::new(2)),
+        vec![1, 2, 3]
+    );
 }
 
 /// The crate README shows `examples/hyper_stack.rs` verbatim; this keeps

@@ -2,12 +2,14 @@ use std::borrow::Borrow;
 use std::fmt;
 
 use steadfast::retry::DefaultClock;
-use steadfast::{AnyError, ClassifyFn, Clock, HedgePolicy};
+use steadfast::{AnyError, AsyncClock, Classify, ClassifyFn, Clock, HedgePolicy};
 use tower_layer::Layer;
 
-use super::HedgeService;
+use super::{HedgeService, ResponseFuture};
 use crate::policy::HedgePolicies;
 use crate::replay::CloneReplay;
+use crate::replay::Replay;
+use tower_service::Service;
 
 /// Hedges calls of the inner service under a core
 /// [`HedgePolicy`](steadfast::HedgePolicy); see the [module docs](crate::hedge).
@@ -128,6 +130,21 @@ impl<P, K, R, C> HedgeLayer<P, K, R, C> {
     pub fn name(mut self, name: &'static str) -> Self {
         self.name = Some(name);
         self
+    }
+}
+
+impl<P: Borrow<HedgePolicy>, K: Clone, R: Clone, C: AsyncClock> HedgeLayer<P, K, R, C> {
+    /// Makes one hedged call of `request` on `service` under this layer, as
+    /// a [`HedgeService`] does: `service` must have been readied (its
+    /// `poll_ready` said `Ready(Ok)`); it sends the first copy, and clones
+    /// of it the others. For a dispatcher that picks a layer per request.
+    pub fn run<S, Req>(&self, service: S, request: Req) -> ResponseFuture<S, Req, P, K, R, C>
+    where
+        R: Replay<Req>,
+        S: Service<R::Request> + Clone,
+        K: Classify<S::Response, S::Error>,
+    {
+        ResponseFuture::new(service, self, request)
     }
 }
 

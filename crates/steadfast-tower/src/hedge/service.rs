@@ -65,6 +65,6 @@ where
     fn call(&mut self, request: Req) -> Self::Future {
         let ready = self.inner.clone();
         let ready = std::mem::replace(&mut self.inner, ready);
-        ResponseFuture::new(ready, &self.layer, request)
+        self.layer.run(ready, request)
     }
 }

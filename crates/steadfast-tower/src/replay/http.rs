@@ -9,6 +9,7 @@ use std::task::{Context, Poll};
 use bytes::{Bytes, BytesMut};
 use http::{Extensions, HeaderMap, Method, Request, Uri, Version};
 use http_body::Body;
+use steadfast::Attempt;
 
 use super::{NotReplayable, Prepared, Preparing, Replay, ReplayBody};
 
@@ -41,7 +42,7 @@ pub const DEFAULT_REPLAY_LIMIT: usize = 64 * 1024;
 ///     Preparing::Reading(buffering) => buffering.await,
 /// };
 /// let Prepared::Replayable(kept) = prepared else { unreachable!() };
-/// let copy: http::Request<ReplayBody<Full<Bytes>>> = replay.replay(&kept);
+/// let copy: http::Request<ReplayBody<Full<Bytes>>> = replay.replay(&kept, &steadfast::Attempt::new(2));
 /// assert_eq!(copy.method(), http::Method::PUT);
 /// assert_eq!(copy.into_body().collect().await.unwrap().to_bytes(), "{\"name\":\"Ada\"}");
 /// # });
@@ -174,7 +175,7 @@ where
         })
     }
 
-    fn replay(&self, source: &BufferedRequest) -> Request<ReplayBody<B>> {
+    fn replay(&self, source: &BufferedRequest, _: &Attempt) -> Request<ReplayBody<B>> {
         source.request(ReplayBody::full_with_trailers(
             source.body.clone(),
             source.trailers.clone(),

@@ -21,6 +21,8 @@ mod http;
 use std::fmt;
 use std::future::Pending;
 
+use steadfast::Attempt;
+
 pub use self::body::ReplayBody;
 pub use self::http::{BufferBody, BufferedRequest, DEFAULT_REPLAY_LIMIT, HttpReplay};
 
@@ -33,12 +35,13 @@ pub use self::http::{BufferBody, BufferedRequest, DEFAULT_REPLAY_LIMIT, HttpRepl
 /// from what it kept.
 ///
 /// ```
+/// use steadfast::Attempt;
 /// use steadfast_tower::replay::{CloneReplay, Prepared, Preparing, Replay};
 ///
 /// let Preparing::Done(Prepared::Replayable(kept)) = CloneReplay.prepare("GET /users/7".to_string()) else {
 ///     unreachable!("a Clone request can always be replayed, at once");
 /// };
-/// assert_eq!(CloneReplay.replay(&kept), "GET /users/7");
+/// assert_eq!(CloneReplay.replay(&kept, &Attempt::new(1)), "GET /users/7");
 /// ```
 pub trait Replay<Req> {
     /// The request the inner service receives.
@@ -53,8 +56,10 @@ pub trait Replay<Req> {
     /// through a future when something must be read first.
     fn prepare(&self, request: Req) -> Preparing<Self::Prepare, Self::Source, Self::Request>;
 
-    /// The request for one attempt, made from what [`prepare`](Replay::prepare) kept.
-    fn replay(&self, source: &Self::Source) -> Self::Request;
+    /// The request for `attempt`, made from what [`prepare`](Replay::prepare)
+    /// kept. The attempt's number lets a protocol mark retries (gRPC's
+    /// `grpc-previous-rpc-attempts`); for a hedge it is the copy's number.
+    fn replay(&self, source: &Self::Source, attempt: &Attempt) -> Self::Request;
 }
 
 /// What [`Replay::prepare`] answers: the prepared request, or the future
@@ -104,8 +109,9 @@ impl fmt::Display for NotReplayable {
 /// Replays a `Clone` request by cloning it for every attempt (the default).
 ///
 /// ```
+/// use steadfast::Attempt;
 /// use steadfast_tower::replay::{CloneReplay, Replay};
-/// assert_eq!(CloneReplay.replay(&42_u32), 42);
+/// assert_eq!(CloneReplay.replay(&42_u32, &Attempt::new(2)), 42);
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CloneReplay;
@@ -121,7 +127,7 @@ impl<Req: Clone> Replay<Req> for CloneReplay {
     }
 
     #[inline]
-    fn replay(&self, source: &Req) -> Req {
+    fn replay(&self, source: &Req, _: &Attempt) -> Req {
         source.clone()
     }
 }

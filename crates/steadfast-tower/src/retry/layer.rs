@@ -2,12 +2,14 @@ use std::fmt;
 use std::sync::Arc;
 
 use steadfast::retry::{AsPolicy, DefaultClock};
-use steadfast::{AnyError, ClassifyFn, Clock, RetryPolicy, Schedule};
+use steadfast::{AnyError, AsyncClock, Classify, ClassifyFn, Clock, RetryPolicy, Schedule};
 use tower_layer::Layer;
 
-use super::RetryService;
+use super::{ResponseFuture, RetryService};
 use crate::policy::RetryPolicies;
 use crate::replay::CloneReplay;
+use crate::replay::Replay;
+use tower_service::Service;
 
 /// Retries calls of the inner service under a core
 /// [`RetryPolicy`](steadfast::RetryPolicy); see the [module docs](crate::retry).
@@ -149,6 +151,25 @@ impl<P: AsPolicy, K, R, C> RetryLayer<P, K, R, C> {
     pub fn name(mut self, name: &'static str) -> Self {
         self.name = Some(name);
         self
+    }
+}
+
+impl<P: AsPolicy + Clone, K: Clone, R: Clone, C: AsyncClock> RetryLayer<P, K, R, C>
+where
+    P::Schedule: Clone,
+{
+    /// Makes one call of `request` on `service` under this layer, as a
+    /// [`RetryService`] does: `service` must have been readied (its
+    /// `poll_ready` said `Ready(Ok)`); it makes the first attempt, and
+    /// clones of it the retries. For a dispatcher that picks a layer per
+    /// request (the gRPC layer picks one per method).
+    pub fn run<S, Req>(&self, service: S, request: Req) -> ResponseFuture<S, Req, P, K, R, C>
+    where
+        R: Replay<Req>,
+        S: Service<R::Request> + Clone,
+        K: Classify<S::Response, S::Error>,
+    {
+        ResponseFuture::new(service, self, request)
     }
 }
 

@@ -74,6 +74,6 @@ where
         // `call`).
         let ready = self.inner.clone();
         let ready = std::mem::replace(&mut self.inner, ready);
-        ResponseFuture::new(ready, &self.layer, request)
+        self.layer.run(ready, request)
     }
 }
