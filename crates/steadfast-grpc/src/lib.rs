@@ -1,18 +1,53 @@
 //! # steadfast-grpc
 //!
-//! gRPC on steadfast. This first part reads gRPC service configs (gRFC A6:
-//! `methodConfig` with `retryPolicy`, `hedgingPolicy` and `timeout`, and
-//! `retryThrottling`) exactly as A6 validates them, and turns them into the
-//! core's policies: [`RetryPolicyConfig::to_policy`](config::RetryPolicyConfig::to_policy)
-//! (the A6 backoff), [`HedgingPolicyConfig::to_policy`](config::HedgingPolicyConfig::to_policy)
-//! and [`RetryThrottling::token_bucket`](config::RetryThrottling::token_bucket).
-//! The tonic layer that applies them per call is not built yet.
+//! gRPC on steadfast: load a gRPC service config (gRFC A6) written for
+//! grpc-go or grpc-java, wrap a tonic channel, and get its retries, hedging
+//! and retry throttling, per method.
+//!
+//! - [`config`]: the service config, parsed and validated as A6 says, and
+//!   its policies as the core's values.
+//! - [`GrpcLayer`]: a tower layer over any gRPC client service (a tonic
+//!   `Channel`): per method (the request path `/package.Service/Method`),
+//!   retries on the listed codes with the A6 backoff, or hedging; pushback
+//!   (`grpc-retry-pushback-ms`: a valid value is waited exactly and restarts
+//!   the backoff, a negative or unparseable one stops); one A6 token bucket
+//!   per server name, asked before every retry and hedge; the
+//!   `grpc-previous-rpc-attempts` header; each attempt's `grpc-timeout` the
+//!   call's true time left. It is the `steadfast-tower` retry and hedge
+//!   layers driven per method, with [`GrpcClassify`] and [`GrpcReplay`].
+//!
+//! What holds for every call:
+//! - **Commit.** A response head without `grpc-status` commits the call (the
+//!   response streams); it is returned as it is. Only a Trailers-Only
+//!   response (the status in its head) or a transport error before any
+//!   response (counted as `UNAVAILABLE`) can be retried.
+//! - **Replay.** Request messages are buffered for replay up to 256 KiB per
+//!   call; a larger request is sent once. Unary and server-streaming calls
+//!   (one request message, there at once) replay in full; a client- or
+//!   bidi-streaming call whose request stream is still being written when
+//!   the call starts is sent once, at once (never waited for, so an
+//!   interactive stream cannot stall), and never retried.
+//!
+//! Not built yet (see the crate README): a server-side deadline interceptor
+//! for tonic (the `steadfast-tower` `ServerDeadlineLayer` reads
+//! `grpc-timeout` already), connection backoff around the connector, the
+//! A96 metrics, and `DEADLINE_EXCEEDED` for a call whose retries stop
+//! because its deadline would pass after a Trailers-Only failure (it ends at
+//! once, with that last status).
 #![warn(missing_docs)]
 
+mod classify;
 mod code;
 pub mod config;
+mod layer;
+mod replay;
+mod throttle;
 
+pub use classify::{CodeSet, GrpcClassify, PUSHBACK_HEADER, head_status, pushback};
 pub use code::{Code, UnknownCode};
+pub use layer::{BoxError, GrpcFuture, GrpcLayer, GrpcService};
+pub use replay::{DEFAULT_GRPC_REPLAY_LIMIT, GrpcReplay, PREVIOUS_ATTEMPTS_HEADER};
+pub use throttle::bucket_for;
 
 /// The crate README's example, compiled as a doctest.
 #[cfg(doctest)]

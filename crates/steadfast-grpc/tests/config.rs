@@ -128,7 +128,9 @@ fn hedging_policies_and_throttling_become_core_values() {
             "retryThrottling": {"maxTokens": 100, "tokenRatio": 0.1239}}"#,
     )
     .expect("valid");
-    let Some(MethodPolicy::Hedging(h)) = config.method_config("/a.B/C").and_then(MethodConfig::policy)
+    let Some(MethodPolicy::Hedging(h)) = config
+        .method_config("/a.B/C")
+        .and_then(MethodConfig::policy)
     else {
         panic!("a hedging policy");
     };
@@ -191,4 +193,18 @@ proptest! {
             prop_assert!(config.retry_throttling().expect("throttling").token_bucket().is_ok());
         }
     }
+}
+
+/// The README's config file parses and routes as A6's example says.
+#[test]
+fn the_a6_example_file_parses() {
+    let config =
+        ServiceConfig::from_json(include_str!("a6_example.json")).expect("A6's own example");
+    assert_eq!(config.method_configs().len(), 2);
+    assert!(matches!(
+        config
+            .method_config("/grpc.testing.TestService/Hedged")
+            .and_then(MethodConfig::policy),
+        Some(MethodPolicy::Hedging(_))
+    ));
 }

@@ -192,3 +192,33 @@ fn the_readme_shows_the_example_program() {
         "README.md no longer shows examples/hyper_stack.rs"
     );
 }
+
+/// A body whose writer has not finished is not waited for by a replay that
+/// does not wait: it is sent once, at once, with what was read and the rest.
+#[test]
+fn a_streaming_body_is_not_waited_for_without_waiting() {
+    let (mut tx, body) = {
+        let (tx, rx) = futures::channel::mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(4);
+        (tx, StreamBody::new(rx))
+    };
+    tx.try_send(Ok(Frame::data(Bytes::from_static(b"first"))))
+        .expect("room");
+    let request = Request::post("http://svc.test/stream")
+        .body(body)
+        .expect("valid request");
+    let prepared = match HttpReplay::default().without_waiting().prepare(request) {
+        Preparing::Done(p) => p,
+        Preparing::Reading(f) => futures::executor::block_on(f),
+    };
+    let Prepared::Once(request, why) = prepared else {
+        panic!("a body still being written must not be waited for");
+    };
+    assert_eq!(why, NotReplayable::BodyStreaming);
+    // The writer goes on; the request carries all of it, in order.
+    tx.try_send(Ok(Frame::data(Bytes::from_static(b" second"))))
+        .expect("room");
+    drop(tx);
+    let (bytes, _, failed) = drain(request.into_body());
+    assert_eq!(bytes, b"first second");
+    assert!(!failed);
+}

@@ -59,6 +59,13 @@ impl<B: Body> ReplayBody<B> {
         }
     }
 
+    /// `body` as it is, not buffered: for a request that is sent once
+    /// through a stack whose other requests are replayed.
+    #[must_use]
+    pub fn streaming(body: B) -> Self {
+        Self::partial(VecDeque::new(), body)
+    }
+
     pub(crate) fn partial(read: VecDeque<Bytes>, rest: B) -> Self {
         Self {
             kind: Kind::Partial { read, rest },

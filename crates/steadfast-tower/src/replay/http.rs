@@ -50,6 +50,7 @@ pub const DEFAULT_REPLAY_LIMIT: usize = 64 * 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HttpReplay {
     limit: usize,
+    wait: bool,
 }
 
 impl Default for HttpReplay {
@@ -62,7 +63,20 @@ impl HttpReplay {
     /// Buffers bodies of up to `limit` bytes (0: only empty bodies replay).
     #[must_use]
     pub const fn new(limit: usize) -> Self {
-        Self { limit }
+        Self { limit, wait: true }
+    }
+
+    /// Buffers only what the body has ready: a body that would make the
+    /// call wait for more (a stream its writer is still filling, like a
+    /// client-streaming or bidi gRPC call, whose writer may wait for the
+    /// server's replies) is sent once, at once, with what was read followed
+    /// by the rest, and never retried
+    /// ([`NotReplayable::BodyStreaming`]). A body that is all there (a
+    /// unary gRPC request, a buffered upload) replays as before.
+    #[must_use]
+    pub const fn without_waiting(mut self) -> Self {
+        self.wait = false;
+        self
     }
 
     /// The largest body that is buffered for replay.
@@ -172,6 +186,7 @@ where
             read: VecDeque::new(),
             len: 0,
             limit: self.limit,
+            wait: self.wait,
         })
     }
 
@@ -190,6 +205,8 @@ pub struct BufferBody<B> {
     read: VecDeque<Bytes>,
     len: usize,
     limit: usize,
+    /// Whether to wait for a body that is not all there yet.
+    wait: bool,
 }
 
 impl<B> fmt::Debug for BufferBody<B> {
@@ -238,6 +255,9 @@ where
                 break;
             }
             match Pin::new(&mut body).poll_frame(cx) {
+                Poll::Pending if !this.wait => {
+                    return Poll::Ready(this.once(head, body, NotReplayable::BodyStreaming));
+                }
                 Poll::Pending => {
                     this.head = Some(head);
                     this.body = Some(body);

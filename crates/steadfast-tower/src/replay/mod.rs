@@ -93,6 +93,10 @@ pub enum NotReplayable {
     /// Reading the body failed before it was all buffered; the request is
     /// sent with what was read and the error, which the inner service sees.
     BodyError,
+    /// The body was not all there when the call started (a stream still
+    /// being written, such as a client-streaming gRPC call), and the replay
+    /// does not wait for it ([`HttpReplay::without_waiting`]).
+    BodyStreaming,
 }
 
 impl fmt::Display for NotReplayable {
@@ -102,6 +106,9 @@ impl fmt::Display for NotReplayable {
                 write!(f, "the body is larger than the {limit}-byte replay buffer")
             }
             Self::BodyError => f.write_str("reading the body failed before it was buffered"),
+            Self::BodyStreaming => {
+                f.write_str("the body was still streaming when the call started")
+            }
         }
     }
 }

@@ -1,0 +1,186 @@
+//! Test support for `steadfast-grpc`: the echo service generated from
+//! `proto/echo.proto`, and a tonic server on 127.0.0.1 that fails, pushes
+//! back or stalls per call as a test scripts it, and records what each
+//! attempt carried.
+#![allow(missing_docs, clippy::missing_panics_doc)]
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tonic::{Request, Response, Status};
+
+/// The generated echo service.
+pub mod echo {
+    tonic::include_proto!("steadfast.test");
+}
+
+use echo::echo_server::{Echo, EchoServer};
+use echo::{SayReply, SayRequest};
+
+/// What the server does with the calls of one key.
+#[derive(Debug, Clone, Default)]
+pub struct Script {
+    /// The first `fail` attempts fail with `code`.
+    pub fail: u32,
+    pub code: Option<tonic::Code>,
+    /// A `grpc-retry-pushback-ms` value sent with each failure.
+    pub pushback: Option<String>,
+    /// The first `stall` attempts wait this long before they answer.
+    pub stall: u32,
+    pub stall_for: Duration,
+}
+
+/// What the server saw of one attempt.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Seen {
+    pub previous_attempts: Option<String>,
+    pub timeout: Option<String>,
+}
+
+#[derive(Debug, Default)]
+pub struct State {
+    scripts: Mutex<HashMap<String, Script>>,
+    seen: Mutex<HashMap<String, Vec<Seen>>>,
+    /// Handlers dropped before they answered (their client went away).
+    pub cancelled: AtomicUsize,
+    pub in_flight: AtomicUsize,
+}
+
+impl State {
+    pub fn script(&self, key: &str, script: Script) {
+        self.scripts
+            .lock()
+            .expect("lock")
+            .insert(key.to_owned(), script);
+    }
+
+    /// What every attempt of `key` carried, in order.
+    pub fn seen(&self, key: &str) -> Vec<Seen> {
+        self.seen
+            .lock()
+            .expect("lock")
+            .get(key)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    pub fn attempts(&self, key: &str) -> usize {
+        self.seen(key).len()
+    }
+}
+
+/// Counts a handler in flight; cancelled if dropped before it answers.
+struct Handler<'a> {
+    state: &'a State,
+    done: bool,
+}
+
+impl Drop for Handler<'_> {
+    fn drop(&mut self) {
+        self.state.in_flight.fetch_sub(1, Ordering::SeqCst);
+        if !self.done {
+            self.state.cancelled.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Service {
+    pub state: Arc<State>,
+}
+
+#[tonic::async_trait]
+impl Echo for Service {
+    async fn say(&self, request: Request<SayRequest>) -> Result<Response<SayReply>, Status> {
+        let header = |name: &str| {
+            request
+                .metadata()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let seen = Seen {
+            previous_attempts: header("grpc-previous-rpc-attempts"),
+            timeout: header("grpc-timeout"),
+        };
+        let SayRequest { text, key } = request.into_inner();
+        let attempt = {
+            let mut all = self.state.seen.lock().expect("lock");
+            let list = all.entry(key.clone()).or_default();
+            list.push(seen);
+            u32::try_from(list.len()).unwrap_or(u32::MAX)
+        };
+        let script = self
+            .state
+            .scripts
+            .lock()
+            .expect("lock")
+            .get(&key)
+            .cloned()
+            .unwrap_or_default();
+        self.state.in_flight.fetch_add(1, Ordering::SeqCst);
+        let mut handler = Handler {
+            state: &self.state,
+            done: false,
+        };
+        if attempt <= script.stall {
+            tokio::time::sleep(script.stall_for).await;
+        }
+        handler.done = true;
+        if attempt <= script.fail {
+            let code = script.code.unwrap_or(tonic::Code::Unavailable);
+            let mut status = Status::new(code, format!("attempt {attempt} fails"));
+            if let Some(p) = &script.pushback
+                && let Ok(v) = p.parse()
+            {
+                status.metadata_mut().insert("grpc-retry-pushback-ms", v);
+            }
+            return Err(status);
+        }
+        Ok(Response::new(SayReply {
+            text,
+            attempts: attempt,
+        }))
+    }
+}
+
+/// A running server.
+#[derive(Debug)]
+pub struct Server {
+    pub addr: SocketAddr,
+    pub state: Arc<State>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Server {
+    pub async fn start() -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("address");
+        let state = Arc::new(State::default());
+        let service = Service {
+            state: Arc::clone(&state),
+        };
+        let task = tokio::spawn(async move {
+            let _ = tonic::transport::Server::builder()
+                .add_service(EchoServer::new(service))
+                .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
+                .await;
+        });
+        Self { addr, state, task }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}

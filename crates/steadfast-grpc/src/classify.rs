@@ -1,0 +1,127 @@
+//! What a gRPC attempt's response head says: success, committed, a status
+//! to retry (after a pushback, maybe), or a status to stop on.
+
+use std::time::Duration;
+
+use http::{HeaderMap, Response};
+use steadfast::{Classify, Verdict};
+
+use crate::Code;
+
+/// A set of status codes, as one word.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CodeSet(u32);
+
+impl CodeSet {
+    /// The set of `codes`.
+    #[must_use]
+    pub fn of(codes: &[Code]) -> Self {
+        Self(codes.iter().fold(0, |set, c| set | (1 << c.number())))
+    }
+
+    /// Whether `code` is in the set.
+    #[must_use]
+    pub fn contains(self, code: Code) -> bool {
+        self.0 & (1 << code.number()) != 0
+    }
+}
+
+/// The header a server sets to push back on retries (gRFC A6).
+pub const PUSHBACK_HEADER: &str = "grpc-retry-pushback-ms";
+
+/// The status a response head carries, if it is a Trailers-Only response
+/// (`grpc-status` among the headers). A head without one starts a response
+/// that streams: the call is committed.
+#[must_use]
+pub fn head_status(headers: &HeaderMap) -> Option<Code> {
+    let value = headers.get("grpc-status")?;
+    let n: i64 = value.to_str().ok()?.trim().parse().ok()?;
+    // A status outside 0..=16 is UNKNOWN, as gRPC clients read it.
+    Some(Code::from_i64(n).unwrap_or(Code::Unknown))
+}
+
+/// What the server's pushback says: `Some(Ok(wait))` for a valid
+/// non-negative number of milliseconds, `Some(Err(()))` for anything else
+/// (negative, not a number: A6 says do not retry), `None` when absent.
+#[must_use]
+pub fn pushback(headers: &HeaderMap) -> Option<Result<Duration, ()>> {
+    let value = headers.get(PUSHBACK_HEADER)?;
+    let text = value.to_str().map_err(|_| ()).map(str::trim);
+    Some(match text.map(str::parse::<i64>) {
+        Ok(Ok(ms)) if ms >= 0 => Ok(Duration::from_millis(u64::try_from(ms).unwrap_or(0))),
+        _ => Err(()),
+    })
+}
+
+/// The gRPC classifier: a response head with no `grpc-status` commits the
+/// call (it is returned as it is, never retried); a Trailers-Only head with
+/// `OK` succeeds; one with a code in the set is retried, after the server's
+/// pushback if it gave a valid one (then the backoff starts over), or not at
+/// all if its pushback is invalid or negative; any other code is final. A
+/// transport error before any response counts as `UNAVAILABLE`.
+///
+/// For retries the set is the method's `retryableStatusCodes`; for hedging
+/// its `nonFatalStatusCodes` (a non-fatal failure sends the next copy at
+/// once; a fatal one ends the call).
+///
+/// ```
+/// use steadfast::{Classify, Verdict};
+/// use steadfast_grpc::{Code, GrpcClassify};
+///
+/// let classify = GrpcClassify::retrying(&[Code::Unavailable]);
+/// let head = |status: &str, pushback: Option<&str>| {
+///     let mut r = http::Response::builder().header("grpc-status", status);
+///     if let Some(p) = pushback { r = r.header("grpc-retry-pushback-ms", p); }
+///     Ok::<_, std::io::Error>(r.body(()).unwrap())
+/// };
+/// assert_eq!(classify.classify(&head("14", None)), Verdict::Retry);
+/// assert_eq!(classify.classify(&head("14", Some("250"))), Verdict::RetryAfter(std::time::Duration::from_millis(250)));
+/// assert_eq!(classify.classify(&head("14", Some("-1"))), Verdict::Stop);
+/// assert_eq!(classify.classify(&head("3", None)), Verdict::Stop);
+/// assert_eq!(classify.classify(&head("0", None)), Verdict::Success);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GrpcClassify {
+    codes: CodeSet,
+}
+
+impl GrpcClassify {
+    /// Retries (or, for hedging, treats as non-fatal) the statuses in `codes`.
+    #[must_use]
+    pub fn retrying(codes: &[Code]) -> Self {
+        Self {
+            codes: CodeSet::of(codes),
+        }
+    }
+
+    /// The verdict for a status and the head that carried it.
+    fn status(self, code: Code, headers: Option<&HeaderMap>) -> Verdict {
+        if code == Code::Ok {
+            return Verdict::Success;
+        }
+        if !self.codes.contains(code) {
+            return Verdict::Stop;
+        }
+        match headers.and_then(pushback) {
+            None => Verdict::Retry,
+            Some(Ok(wait)) => Verdict::RetryAfter(wait),
+            Some(Err(())) => {
+                tracing::debug!(code = %code, "steadfast: the server's pushback forbids a retry");
+                Verdict::Stop
+            }
+        }
+    }
+}
+
+impl<B, E> Classify<Response<B>, E> for GrpcClassify {
+    fn classify(&self, outcome: &Result<Response<B>, E>) -> Verdict {
+        match outcome {
+            Ok(response) => match head_status(response.headers()) {
+                Some(code) => self.status(code, Some(response.headers())),
+                // Headers without a status: the response streams; committed.
+                None => Verdict::Success,
+            },
+            Err(_) => self.status(Code::Unavailable, None),
+        }
+    }
+}

@@ -1,0 +1,400 @@
+//! [`GrpcLayer`]: a service config applied per method to any gRPC client
+//! service (a tonic `Channel`, or a stack over one).
+
+use std::error::Error;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body::Body;
+use pin_project_lite::pin_project;
+use steadfast::deadline::{self, DeadlineHeader};
+use steadfast::retry::DefaultClock;
+use steadfast::{
+    AsyncClock, Backoff, ConfigError, Deadline, HedgeError, HedgePolicy, RetryError, RetryPolicy,
+    StopReason,
+};
+use steadfast_tower::deadline::{SetDeadlineHeader, SetDeadlineHeaderLayer};
+use steadfast_tower::replay::ReplayBody;
+use steadfast_tower::{HedgeLayer, RetryLayer, hedge, retry};
+use tower_layer::Layer;
+use tower_service::Service;
+
+use crate::config::{MethodPolicy, ServiceConfig};
+use crate::throttle::bucket_for;
+use crate::{Code, GrpcClassify, GrpcReplay};
+
+/// A boxed error, as tonic takes them.
+pub type BoxError = Box<dyn Error + Send + Sync>;
+
+type RetryRoute<C> = RetryLayer<Arc<RetryPolicy<Backoff>>, GrpcClassify, GrpcReplay, C>;
+type HedgeRoute<C> = HedgeLayer<HedgePolicy, GrpcClassify, GrpcReplay, C>;
+
+/// What a method's calls go through.
+enum Route<C> {
+    Retry(RetryRoute<C>),
+    Hedge(HedgeRoute<C>),
+    Plain { timeout: Option<Duration> },
+}
+
+/// The routes of a service config, one per method config, in its order.
+struct Routes<C> {
+    config: ServiceConfig,
+    routes: Vec<Route<C>>,
+}
+
+impl<C> Routes<C> {
+    fn route(&self, path: &str) -> Option<&Route<C>> {
+        let config = self.config.method_config(path)?;
+        let index = self
+            .config
+            .method_configs()
+            .iter()
+            .position(|c| std::ptr::eq(c, config))?;
+        self.routes.get(index)
+    }
+}
+
+/// Applies a gRPC service config (gRFC A6) to every call of the inner
+/// service, per method: retries with the A6 backoff on the listed codes,
+/// hedging, the server's pushback, throttling with the A6 token bucket
+/// shared by every channel to the same server, `grpc-previous-rpc-attempts`
+/// on every attempt after the first, and each attempt's `grpc-timeout` set
+/// to the call's true time left (the earliest of the request's own timeout,
+/// the method's `timeout` and the ambient deadline).
+///
+/// A response head without `grpc-status` commits the call: it is returned
+/// as it is and never retried. A Trailers-Only response (its status in its
+/// headers) is classified: see [`GrpcClassify`]. Request messages are
+/// buffered for replay up to 256 KiB per call ([`GrpcReplay`]); a larger
+/// request is sent once. A call whose retries end because its deadline
+/// would pass is answered with `DEADLINE_EXCEEDED` when its last attempt
+/// failed in transport.
+///
+/// The inner service takes `http::Request<ReplayBody<B>>`: for a tonic
+/// `Channel`, map the body back with `tonic::body::Body::new` (see the
+/// crate README).
+pub struct GrpcLayer<C = DefaultClock> {
+    routes: Arc<Routes<C>>,
+    header: SetDeadlineHeaderLayer<C>,
+}
+
+impl<C: Clone> Clone for GrpcLayer<C> {
+    fn clone(&self) -> Self {
+        Self {
+            routes: Arc::clone(&self.routes),
+            header: self.header.clone(),
+        }
+    }
+}
+
+impl<C> fmt::Debug for GrpcLayer<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GrpcLayer")
+            .field("config", &self.routes.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GrpcLayer {
+    /// The layer for calls to `target` (the server name: its throttling
+    /// bucket is shared with every other channel to it) under `config`, on
+    /// tokio's clock.
+    ///
+    /// # Errors
+    /// A core [`ConfigError`] if a policy of the config is refused (a
+    /// config that parsed never has one).
+    pub fn new(config: ServiceConfig, target: &str) -> Result<Self, ConfigError> {
+        Self::with_clock(config, target, DefaultClock::default())
+    }
+}
+
+impl<C: AsyncClock> GrpcLayer<C> {
+    /// [`new`](GrpcLayer::new), reading time and sleeping on `clock`.
+    ///
+    /// # Errors
+    /// As [`new`](GrpcLayer::new).
+    pub fn with_clock(config: ServiceConfig, target: &str, clock: C) -> Result<Self, ConfigError> {
+        let bucket = config
+            .retry_throttling()
+            .map(|t| bucket_for(target, *t))
+            .transpose()?;
+        let mut routes = Vec::with_capacity(config.method_configs().len());
+        for method in config.method_configs() {
+            let timeout = method.timeout();
+            routes.push(match method.policy() {
+                Some(MethodPolicy::Retry(r)) => {
+                    let mut policy = r.to_policy()?.to_builder();
+                    if let Some(t) = timeout {
+                        policy = policy.max_elapsed(t);
+                    }
+                    if let Some(b) = &bucket {
+                        policy = policy.control(b.clone());
+                    }
+                    Route::Retry(
+                        RetryLayer::new(policy.build()?)
+                            .with_classifier(GrpcClassify::retrying(r.retryable_codes()))
+                            .replay(GrpcReplay::default())
+                            .clock(clock.clone()),
+                    )
+                }
+                Some(MethodPolicy::Hedging(h)) => {
+                    let mut policy = h.to_policy()?.to_builder();
+                    if let Some(t) = timeout {
+                        policy = policy.max_elapsed(t);
+                    }
+                    if let Some(b) = &bucket {
+                        policy = policy.control(b.clone());
+                    }
+                    Route::Hedge(
+                        HedgeLayer::new(policy.build()?)
+                            .with_classifier(GrpcClassify::retrying(h.non_fatal_codes()))
+                            .replay(GrpcReplay::default())
+                            .clock(clock.clone()),
+                    )
+                }
+                None => Route::Plain { timeout },
+            });
+        }
+        let header = SetDeadlineHeaderLayer::new(DeadlineHeader::GRPC)?.clock(clock);
+        Ok(Self {
+            routes: Arc::new(Routes { config, routes }),
+            header,
+        })
+    }
+}
+
+impl<S, C: Clone> Layer<S> for GrpcLayer<C> {
+    type Service = GrpcService<S, C>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        GrpcService {
+            inner: self.header.layer(inner),
+            routes: Arc::clone(&self.routes),
+        }
+    }
+}
+
+/// The service a [`GrpcLayer`] makes.
+pub struct GrpcService<S, C = DefaultClock> {
+    inner: SetDeadlineHeader<S, C>,
+    routes: Arc<Routes<C>>,
+}
+
+impl<S: Clone, C: Clone> Clone for GrpcService<S, C> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            routes: Arc::clone(&self.routes),
+        }
+    }
+}
+
+impl<S: fmt::Debug, C: fmt::Debug> fmt::Debug for GrpcService<S, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GrpcService")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+type Inner<S, C> = SetDeadlineHeader<S, C>;
+type Outgoing<B> = Request<ReplayBody<B>>;
+
+impl<S, C, B, ResBody> Service<Request<B>> for GrpcService<S, C>
+where
+    S: Service<Outgoing<B>, Response = Response<ResBody>> + Clone,
+    S::Error: Error + Send + Sync + 'static,
+    B: Body<Data = Bytes> + Unpin,
+    ResBody: Default,
+    C: AsyncClock,
+{
+    type Response = Response<ResBody>;
+    type Error = BoxError;
+    type Future = GrpcFuture<S, C, B>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let ready = self.inner.clone();
+        let ready = std::mem::replace(&mut self.inner, ready);
+        // The request's own timeout (tonic writes it as `grpc-timeout`).
+        let own = request
+            .headers()
+            .get("grpc-timeout")
+            .and_then(|v| DeadlineHeader::GRPC.decode(v.as_bytes()).ok())
+            .map(|left| Deadline::after(Instant::now(), left));
+        let kind = match self.routes.route(request.uri().path()) {
+            Some(Route::Retry(layer)) => Kind::Retry {
+                future: layer.run(ready, request),
+            },
+            Some(Route::Hedge(layer)) => Kind::Hedge {
+                future: layer.run(ready, request),
+            },
+            Some(Route::Plain { timeout }) => {
+                let method = timeout.map(|t| Deadline::after(Instant::now(), t));
+                return plain(ready, request, Deadline::earliest(own, method));
+            }
+            None => return plain(ready, request, own),
+        };
+        GrpcFuture {
+            kind,
+            deadline: own,
+        }
+    }
+}
+
+fn plain<S, C, B>(
+    mut inner: Inner<S, C>,
+    request: Request<B>,
+    deadline: Option<Deadline>,
+) -> GrpcFuture<S, C, B>
+where
+    S: Service<Outgoing<B>>,
+    B: Body<Data = Bytes> + Unpin,
+    C: AsyncClock,
+{
+    let request = request.map(ReplayBody::streaming);
+    let future = match deadline {
+        Some(d) => deadline::scope(d, || inner.call(request)),
+        None => inner.call(request),
+    };
+    GrpcFuture {
+        kind: Kind::Plain { future },
+        deadline,
+    }
+}
+
+pin_project! {
+    /// The future of a [`GrpcService`] call.
+    #[must_use = "futures do nothing unless polled"]
+    pub struct GrpcFuture<S, C, B>
+    where
+        S: Service<Outgoing<B>>,
+        B: Body<Data = Bytes>,
+        B: Unpin,
+        C: AsyncClock,
+    {
+        #[pin]
+        kind: Kind<S, C, B>,
+        // The request's own deadline, ambient around every poll.
+        deadline: Option<Deadline>,
+    }
+}
+
+pin_project! {
+    #[project = KindProj]
+    enum Kind<S, C, B>
+    where
+        S: Service<Outgoing<B>>,
+        B: Body<Data = Bytes>,
+        B: Unpin,
+        C: AsyncClock,
+    {
+        Retry { #[pin] future: retry::ResponseFuture<Inner<S, C>, Request<B>, Arc<RetryPolicy<Backoff>>, GrpcClassify, GrpcReplay, C> },
+        Hedge { #[pin] future: hedge::ResponseFuture<Inner<S, C>, Request<B>, HedgePolicy, GrpcClassify, GrpcReplay, C> },
+        Plain { #[pin] future: S::Future },
+    }
+}
+
+impl<S, C, B> fmt::Debug for GrpcFuture<S, C, B>
+where
+    S: Service<Outgoing<B>>,
+    B: Body<Data = Bytes> + Unpin,
+    C: AsyncClock,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self.kind {
+            Kind::Retry { .. } => "GrpcFuture(retrying)",
+            Kind::Hedge { .. } => "GrpcFuture(hedging)",
+            Kind::Plain { .. } => "GrpcFuture(plain)",
+        })
+    }
+}
+
+impl<S, C, B, ResBody> Future for GrpcFuture<S, C, B>
+where
+    S: Service<Outgoing<B>, Response = Response<ResBody>> + Clone,
+    S::Error: Error + Send + Sync + 'static,
+    B: Body<Data = Bytes> + Unpin,
+    ResBody: Default,
+    C: AsyncClock,
+{
+    type Output = Result<Response<ResBody>, BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let kind = this.kind;
+        let poll = move || match kind.project() {
+            KindProj::Retry { future } => future.poll(cx).map(|out| match out {
+                Ok(response) => Ok(response),
+                Err(e) => retry_error(e),
+            }),
+            KindProj::Hedge { future } => future.poll(cx).map(|out| match out {
+                Ok(response) => Ok(response),
+                Err(e) => hedge_error(e),
+            }),
+            KindProj::Plain { future } => future.poll(cx).map_err(Into::into),
+        };
+        match *this.deadline {
+            Some(d) => deadline::scope(d, poll),
+            None => poll(),
+        }
+    }
+}
+
+/// A call that ran out of time is `DEADLINE_EXCEEDED`, as gRPC reports it;
+/// any other failure is the error itself.
+fn retry_error<T: Default, E: Error + Send + Sync + 'static>(
+    e: RetryError<E>,
+) -> Result<Response<T>, BoxError> {
+    match e.reason() {
+        StopReason::Deadline => Ok(status_response(Code::DeadlineExceeded, &e.to_string())),
+        _ => Err(Box::new(e)),
+    }
+}
+
+fn hedge_error<T: Default, E: Error + Send + Sync + 'static>(
+    e: HedgeError<E>,
+) -> Result<Response<T>, BoxError> {
+    match e.reason() {
+        StopReason::Deadline => Ok(status_response(Code::DeadlineExceeded, &e.to_string())),
+        _ => Err(Box::new(e)),
+    }
+}
+
+/// A Trailers-Only response with `code`.
+fn status_response<T: Default>(code: Code, message: &str) -> Response<T> {
+    let mut response = Response::new(T::default());
+    let headers = response.headers_mut();
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/grpc"),
+    );
+    headers.insert(
+        "grpc-status",
+        http::HeaderValue::from(u16::from(code.number())),
+    );
+    // grpc-message is percent-encoded; keep to what needs no encoding.
+    let message: String = message
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || " .,:-_()".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if let Ok(v) = http::HeaderValue::from_str(&message) {
+        headers.insert("grpc-message", v);
+    }
+    response
+}

@@ -1,0 +1,256 @@
+//! The service config applied by `GrpcLayer` to a real tonic client calling
+//! a real tonic server on 127.0.0.1 that fails, pushes back and stalls as
+//! each test scripts it (`steadfast-grpc-testkit`).
+//!
+//! Real time (integration tests): backoffs are milliseconds; nothing asserts
+//! a timing threshold beyond "well before the stall would have ended".
+
+use std::time::{Duration, Instant};
+
+use http::Request;
+use steadfast_grpc::GrpcLayer;
+use steadfast_grpc::config::ServiceConfig;
+use steadfast_grpc_testkit::echo::SayRequest;
+use steadfast_grpc_testkit::echo::echo_client::EchoClient;
+use steadfast_grpc_testkit::{Script, Server};
+use steadfast_tower::replay::ReplayBody;
+use tonic::transport::Channel;
+use tower::{Layer, ServiceBuilder};
+
+type Body = tonic::body::Body;
+
+/// A client whose channel goes through the layer for `config`. The layer
+/// hands the channel replay bodies; `tonic::body::Body::new` maps them back.
+async fn client(
+    server: &Server,
+    config: &str,
+) -> EchoClient<
+    steadfast_grpc::GrpcService<
+        tower::util::MapRequest<Channel, fn(Request<ReplayBody<Body>>) -> Request<Body>>,
+    >,
+> {
+    let channel = Channel::from_shared(server.url())
+        .expect("valid url")
+        .connect()
+        .await
+        .expect("connected");
+    let to_tonic: fn(Request<ReplayBody<Body>>) -> Request<Body> = |r| r.map(Body::new);
+    let channel = ServiceBuilder::new().map_request(to_tonic).service(channel);
+    let config = ServiceConfig::from_json(config).expect("valid config");
+    let layer = GrpcLayer::new(config, &server.addr.to_string()).expect("valid layer");
+    EchoClient::new(layer.layer(channel))
+}
+
+fn say(key: &str) -> SayRequest {
+    SayRequest {
+        text: "hello".into(),
+        key: key.into(),
+    }
+}
+
+const RETRY_UNAVAILABLE: &str = r#"{"methodConfig": [{"name": [{"service": "steadfast.test.Echo"}],
+    "retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.01s", "maxBackoff": "0.05s",
+                    "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]}"#;
+
+#[tokio::test]
+async fn recovers_after_unavailable_and_marks_every_retry() {
+    let server = Server::start().await;
+    server.state.script(
+        "k",
+        Script {
+            fail: 2,
+            ..Script::default()
+        },
+    );
+    let mut client = client(&server, RETRY_UNAVAILABLE).await;
+    let reply = client.say(say("k")).await.expect("recovered").into_inner();
+    assert_eq!((reply.text.as_str(), reply.attempts), ("hello", 3));
+    let seen = server.state.seen("k");
+    let previous: Vec<_> = seen.iter().map(|s| s.previous_attempts.clone()).collect();
+    assert_eq!(previous, [None, Some("1".to_owned()), Some("2".to_owned())]);
+}
+
+#[tokio::test]
+async fn a_code_that_is_not_retryable_is_returned_at_once() {
+    let server = Server::start().await;
+    server.state.script(
+        "k",
+        Script {
+            fail: 5,
+            code: Some(tonic::Code::InvalidArgument),
+            ..Script::default()
+        },
+    );
+    let mut client = client(&server, RETRY_UNAVAILABLE).await;
+    let status = client.say(say("k")).await.expect_err("invalid argument");
+    assert_eq!(status.code(), tonic::Code::InvalidArgument);
+    assert_eq!(server.state.attempts("k"), 1);
+}
+
+#[tokio::test]
+async fn max_attempts_is_clamped_to_five() {
+    let server = Server::start().await;
+    server.state.script(
+        "k",
+        Script {
+            fail: 100,
+            ..Script::default()
+        },
+    );
+    let config = r#"{"methodConfig": [{"name": [{}],
+        "retryPolicy": {"maxAttempts": 9, "initialBackoff": "0.001s", "maxBackoff": "0.002s",
+                        "backoffMultiplier": 2, "retryableStatusCodes": [14]}}]}"#;
+    let mut client = client(&server, config).await;
+    let status = client.say(say("k")).await.expect_err("every attempt fails");
+    assert_eq!(status.code(), tonic::Code::Unavailable);
+    assert_eq!(server.state.attempts("k"), 5);
+}
+
+#[tokio::test]
+async fn pushback_waits_exactly_and_a_negative_one_stops() {
+    let server = Server::start().await;
+    server.state.script(
+        "wait",
+        Script {
+            fail: 1,
+            pushback: Some("300".into()),
+            ..Script::default()
+        },
+    );
+    server.state.script(
+        "stop",
+        Script {
+            fail: 1,
+            pushback: Some("-1".into()),
+            ..Script::default()
+        },
+    );
+    let mut client = client(&server, RETRY_UNAVAILABLE).await;
+    let started = Instant::now();
+    client
+        .say(say("wait"))
+        .await
+        .expect("recovered after the pushback");
+    // The backoff would have been 8-12 ms; the server asked for 300 ms.
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert_eq!(server.state.attempts("wait"), 2);
+
+    let status = client.say(say("stop")).await.expect_err("no retry");
+    assert_eq!(status.code(), tonic::Code::Unavailable);
+    assert_eq!(server.state.attempts("stop"), 1);
+}
+
+#[tokio::test]
+async fn throttling_stops_retries_after_a_burst_of_failures_and_resumes_after_successes() {
+    let server = Server::start().await;
+    // maxTokens 4, ratio 1: retries stop while tokens <= 2.
+    let config = r#"{"methodConfig": [{"name": [{}],
+        "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.001s", "maxBackoff": "0.002s",
+                        "backoffMultiplier": 2, "retryableStatusCodes": [14]}}],
+        "retryThrottling": {"maxTokens": 4, "tokenRatio": 1}}"#;
+    let mut client = client(&server, config).await;
+    server.state.script(
+        "down",
+        Script {
+            fail: 1000,
+            ..Script::default()
+        },
+    );
+    // First call: attempt (4→3), retry allowed (3 > 2), fails (3→2), no more.
+    let _ = client.say(say("down")).await;
+    assert_eq!(server.state.attempts("down"), 2);
+    // Second call: fails (2→1), its retry refused: one attempt.
+    let _ = client.say(say("down")).await;
+    assert_eq!(server.state.attempts("down"), 3);
+    // Successes refill the bucket (+1 each)...
+    for i in 0..3 {
+        client
+            .say(say(&format!("ok{i}")))
+            .await
+            .expect("a healthy call");
+    }
+    // ...and retries are allowed again.
+    server.state.script(
+        "flaky",
+        Script {
+            fail: 1,
+            ..Script::default()
+        },
+    );
+    client.say(say("flaky")).await.expect("retried again");
+    assert_eq!(server.state.attempts("flaky"), 2);
+}
+
+#[tokio::test]
+async fn a_hedged_call_returns_the_fast_reply_and_the_server_sees_the_other_cancelled() {
+    let server = Server::start().await;
+    server.state.script(
+        "k",
+        Script {
+            stall: 1,
+            stall_for: Duration::from_secs(30),
+            ..Script::default()
+        },
+    );
+    let config = r#"{"methodConfig": [{"name": [{"service": "steadfast.test.Echo", "method": "Say"}],
+        "hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "0.05s", "nonFatalStatusCodes": ["UNAVAILABLE"]}}]}"#;
+    let mut client = client(&server, config).await;
+    let started = Instant::now();
+    let reply = client
+        .say(say("k"))
+        .await
+        .expect("the fast copy")
+        .into_inner();
+    assert_eq!(reply.attempts, 2);
+    assert!(started.elapsed() < Duration::from_secs(30));
+    // The slow copy's stream was reset: its handler was dropped.
+    let state = server.state.clone();
+    let mut cancelled = false;
+    for _ in 0..500 {
+        if state.cancelled.load(std::sync::atomic::Ordering::SeqCst) == 1 {
+            cancelled = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(cancelled, "the server never saw the slow copy cancelled");
+}
+
+#[tokio::test]
+async fn each_attempt_sends_its_true_time_left() {
+    let server = Server::start().await;
+    server.state.script(
+        "k",
+        Script {
+            fail: 100,
+            ..Script::default()
+        },
+    );
+    let config = r#"{"methodConfig": [{"name": [{}], "timeout": "0.5s",
+        "retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.05s", "maxBackoff": "0.05s",
+                        "backoffMultiplier": 1, "retryableStatusCodes": [14]}}]}"#;
+    let mut client = client(&server, config).await;
+    let mut request = tonic::Request::new(say("k"));
+    request.set_timeout(Duration::from_secs(2)); // the method's 0.5 s is earlier
+    let _ = client.say(request).await;
+    let sent: Vec<Duration> = server
+        .state
+        .seen("k")
+        .iter()
+        .map(|s| {
+            let text = s
+                .timeout
+                .as_deref()
+                .expect("every attempt carries grpc-timeout");
+            steadfast::deadline::DeadlineHeader::GRPC
+                .decode(text.as_bytes())
+                .expect("a valid grpc-timeout")
+        })
+        .collect();
+    assert!(sent.len() >= 2, "{sent:?}");
+    assert!(sent[0] <= Duration::from_millis(500), "{sent:?}");
+    assert!(
+        sent.windows(2).all(|w| w[1] < w[0]),
+        "the time left shrinks: {sent:?}"
+    );
+}
