@@ -38,18 +38,47 @@ pub struct Script {
 pub struct Seen {
     pub previous_attempts: Option<String>,
     pub timeout: Option<String>,
+    /// The time left of the handler's ambient deadline
+    /// (`steadfast::deadline::current()`), when it started.
+    pub ambient: Option<Duration>,
 }
 
-#[derive(Debug, Default)]
+/// What a relay does with a call: forward it downstream.
+pub type Forward = Box<
+    dyn Fn(
+            SayRequest,
+        )
+            -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<SayReply, Status>> + Send>>
+        + Send
+        + Sync,
+>;
+
+#[derive(Default)]
 pub struct State {
     scripts: Mutex<HashMap<String, Script>>,
+    forward: Mutex<Option<Arc<Forward>>>,
     seen: Mutex<HashMap<String, Vec<Seen>>>,
     /// Handlers dropped before they answered (their client went away).
     pub cancelled: AtomicUsize,
     pub in_flight: AtomicUsize,
 }
 
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("State")
+            .field("cancelled", &self.cancelled)
+            .field("in_flight", &self.in_flight)
+            .finish_non_exhaustive()
+    }
+}
+
 impl State {
+    /// Makes this server a relay: each call, after its script, is answered
+    /// by `forward` (a call to the next server).
+    pub fn relay(&self, forward: Forward) {
+        *self.forward.lock().expect("lock") = Some(Arc::new(forward));
+    }
+
     pub fn script(&self, key: &str, script: Script) {
         self.scripts
             .lock()
@@ -105,8 +134,11 @@ impl Echo for Service {
         let seen = Seen {
             previous_attempts: header("grpc-previous-rpc-attempts"),
             timeout: header("grpc-timeout"),
+            ambient: steadfast::deadline::current().map(|d| d.remaining(std::time::Instant::now())),
         };
-        let SayRequest { text, key } = request.into_inner();
+        let message = request.into_inner();
+        let forward = self.state.forward.lock().expect("lock").clone();
+        let SayRequest { text, key } = message.clone();
         let attempt = {
             let mut all = self.state.seen.lock().expect("lock");
             let list = all.entry(key.clone()).or_default();
@@ -128,6 +160,11 @@ impl Echo for Service {
         };
         if attempt <= script.stall {
             tokio::time::sleep(script.stall_for).await;
+        }
+        if let Some(forward) = forward {
+            let reply = forward(message).await;
+            handler.done = true;
+            return reply.map(Response::new);
         }
         handler.done = true;
         if attempt <= script.fail {
@@ -157,6 +194,17 @@ pub struct Server {
 
 impl Server {
     pub async fn start() -> Self {
+        Self::spawn(false).await
+    }
+
+    /// A server that reads each request's `grpc-timeout` into its handler's
+    /// ambient deadline (steadfast-tower's `ServerDeadlineLayer`), drops the
+    /// handler when it passes and answers `DEADLINE_EXCEEDED`.
+    pub async fn start_with_deadlines() -> Self {
+        Self::spawn(true).await
+    }
+
+    async fn spawn(deadlines: bool) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -165,11 +213,22 @@ impl Server {
         let service = Service {
             state: Arc::clone(&state),
         };
+        let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
         let task = tokio::spawn(async move {
-            let _ = tonic::transport::Server::builder()
-                .add_service(EchoServer::new(service))
-                .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
-                .await;
+            let _ = if deadlines {
+                let expired: fn() -> http::Response<tonic::body::Body> =
+                    || Status::deadline_exceeded("the deadline passed on the server").into_http();
+                tonic::transport::Server::builder()
+                    .layer(steadfast_tower::ServerDeadlineLayer::new().on_expiry(expired))
+                    .add_service(EchoServer::new(service))
+                    .serve_with_incoming(incoming)
+                    .await
+            } else {
+                tonic::transport::Server::builder()
+                    .add_service(EchoServer::new(service))
+                    .serve_with_incoming(incoming)
+                    .await
+            };
         });
         Self { addr, state, task }
     }

@@ -7,13 +7,13 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Body;
 use pin_project_lite::pin_project;
-use steadfast::deadline::{self, DeadlineHeader};
+use steadfast::deadline::{self, CancelCause, DeadlineHeader};
 use steadfast::retry::DefaultClock;
 use steadfast::{
     AsyncClock, Backoff, ConfigError, Deadline, HedgeError, HedgePolicy, RetryError, RetryPolicy,
@@ -46,6 +46,7 @@ enum Route<C> {
 struct Routes<C> {
     config: ServiceConfig,
     routes: Vec<Route<C>>,
+    clock: C,
 }
 
 impl<C> Routes<C> {
@@ -161,9 +162,13 @@ impl<C: AsyncClock> GrpcLayer<C> {
                 None => Route::Plain { timeout },
             });
         }
-        let header = SetDeadlineHeaderLayer::new(DeadlineHeader::GRPC)?.clock(clock);
+        let header = SetDeadlineHeaderLayer::new(DeadlineHeader::GRPC)?.clock(clock.clone());
         Ok(Self {
-            routes: Arc::new(Routes { config, routes }),
+            routes: Arc::new(Routes {
+                config,
+                routes,
+                clock,
+            }),
             header,
         })
     }
@@ -225,12 +230,13 @@ where
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let ready = self.inner.clone();
         let ready = std::mem::replace(&mut self.inner, ready);
+        let clock = self.routes.clock.clone();
         // The request's own timeout (tonic writes it as `grpc-timeout`).
         let own = request
             .headers()
             .get("grpc-timeout")
             .and_then(|v| DeadlineHeader::GRPC.decode(v.as_bytes()).ok())
-            .map(|left| Deadline::after(Instant::now(), left));
+            .map(|left| Deadline::after(clock.now(), left));
         let kind = match self.routes.route(request.uri().path()) {
             Some(Route::Retry(layer)) => Kind::Retry {
                 future: layer.run(ready, request),
@@ -239,14 +245,15 @@ where
                 future: layer.run(ready, request),
             },
             Some(Route::Plain { timeout }) => {
-                let method = timeout.map(|t| Deadline::after(Instant::now(), t));
-                return plain(ready, request, Deadline::earliest(own, method));
+                let method = timeout.map(|t| Deadline::after(clock.now(), t));
+                return plain(ready, request, Deadline::earliest(own, method), clock);
             }
-            None => return plain(ready, request, own),
+            None => return plain(ready, request, own, clock),
         };
         GrpcFuture {
             kind,
             deadline: own,
+            clock,
         }
     }
 }
@@ -255,6 +262,7 @@ fn plain<S, C, B>(
     mut inner: Inner<S, C>,
     request: Request<B>,
     deadline: Option<Deadline>,
+    clock: C,
 ) -> GrpcFuture<S, C, B>
 where
     S: Service<Outgoing<B>>,
@@ -269,6 +277,7 @@ where
     GrpcFuture {
         kind: Kind::Plain { future },
         deadline,
+        clock,
     }
 }
 
@@ -286,6 +295,7 @@ pin_project! {
         kind: Kind<S, C, B>,
         // The request's own deadline, ambient around every poll.
         deadline: Option<Deadline>,
+        clock: C,
     }
 }
 
@@ -332,6 +342,7 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let kind = this.kind;
+        let clock = &*this.clock;
         let poll = move || match kind.project() {
             KindProj::Retry { future } => future.poll(cx).map(|out| match out {
                 Ok(response) => Ok(response),
@@ -341,7 +352,18 @@ where
                 Ok(response) => Ok(response),
                 Err(e) => hedge_error(e),
             }),
-            KindProj::Plain { future } => future.poll(cx).map_err(Into::into),
+            KindProj::Plain { future } => future.poll(cx).map(|out| match out {
+                Ok(response) => Ok(response),
+                // A call cut off once its deadline had passed (tonic's channel
+                // enforces the `grpc-timeout` it sends, and reports
+                // CANCELLED) is DEADLINE_EXCEEDED, as gRPC reports it.
+                Err(e) => match CancelCause::classify(deadline::current(), clock.now()) {
+                    CancelCause::DeadlineExceeded => {
+                        Ok(status_response(Code::DeadlineExceeded, "deadline exceeded"))
+                    }
+                    CancelCause::Cancelled => Err(e.into()),
+                },
+            }),
         };
         match *this.deadline {
             Some(d) => deadline::scope(d, poll),

@@ -28,12 +28,17 @@
 //!   the call starts is sent once, at once (never waited for, so an
 //!   interactive stream cannot stall), and never retried.
 //!
-//! Not built yet (see the crate README): a server-side deadline interceptor
-//! for tonic (the `steadfast-tower` `ServerDeadlineLayer` reads
-//! `grpc-timeout` already), connection backoff around the connector, the
-//! A96 metrics, and `DEADLINE_EXCEEDED` for a call whose retries stop
-//! because its deadline would pass after a Trailers-Only failure (it ends at
-//! once, with that last status).
+//! - **Deadlines across services.** On the server, steadfast-tower's
+//!   `ServerDeadlineLayer` (in `tonic::transport::Server::builder().layer(..)`)
+//!   reads `grpc-timeout` into the handler's ambient deadline, so a
+//!   `GrpcLayer` client in the handler sends on the time left; a call cut
+//!   off after its deadline passed (tonic's channel reports CANCELLED) is
+//!   reported as `DEADLINE_EXCEEDED`.
+//!
+//! Not built yet (see the crate README): connection backoff around the
+//! connector, the A96 metrics, and `DEADLINE_EXCEEDED` for a call whose
+//! retries stop because its deadline would pass after a Trailers-Only
+//! failure (it ends at once, with that last status).
 #![warn(missing_docs)]
 
 mod classify;

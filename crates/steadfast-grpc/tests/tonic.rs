@@ -254,3 +254,58 @@ async fn each_attempt_sends_its_true_time_left() {
         "the time left shrinks: {sent:?}"
     );
 }
+
+/// Deadline propagation across two hops: the client gives 1 s; server A
+/// (reading `grpc-timeout` into its handler's ambient deadline) spends
+/// 100 ms, then calls server B through a `GrpcLayer` client, which sends
+/// A's time left; B's handler sees less than A's, stalls, and is dropped
+/// when its deadline passes; the client gets `DEADLINE_EXCEEDED`.
+#[tokio::test]
+async fn the_deadline_shrinks_across_two_hops_and_the_last_hop_is_cut_off() {
+    let b = Server::start_with_deadlines().await;
+    b.state.script(
+        "k",
+        Script {
+            stall: 1,
+            stall_for: Duration::from_secs(60),
+            ..Script::default()
+        },
+    );
+    let a = Server::start_with_deadlines().await;
+    let to_b = client(&b, "{}").await;
+    a.state.relay(Box::new(move |request| {
+        let mut to_b = to_b.clone();
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            to_b.say(request).await.map(tonic::Response::into_inner)
+        })
+    }));
+    let mut client = client(&a, "{}").await;
+    let mut request = tonic::Request::new(say("k"));
+    request.set_timeout(Duration::from_secs(1));
+    let started = Instant::now();
+    let status = client.say(request).await.expect_err("out of time");
+    assert_eq!(status.code(), tonic::Code::DeadlineExceeded, "{status:?}");
+    assert!(started.elapsed() < Duration::from_secs(30));
+    let a_left = a.state.seen("k")[0]
+        .ambient
+        .expect("A's handler has a deadline");
+    let b_left = b.state.seen("k")[0]
+        .ambient
+        .expect("B's handler has a deadline");
+    assert!(a_left <= Duration::from_secs(1), "{a_left:?}");
+    assert!(
+        b_left + Duration::from_millis(100) <= a_left,
+        "A {a_left:?}, B {b_left:?}"
+    );
+    let state = b.state.clone();
+    let mut cut_off = false;
+    for _ in 0..500 {
+        if state.cancelled.load(std::sync::atomic::Ordering::SeqCst) == 1 {
+            cut_off = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(cut_off, "B's handler was never dropped");
+}
