@@ -35,8 +35,12 @@
 //!   off after its deadline passed (tonic's channel reports CANCELLED) is
 //!   reported as `DEADLINE_EXCEEDED`.
 //!
-//! Not built yet (see the crate README): connection backoff around the
-//! connector, the A96 metrics, and `DEADLINE_EXCEEDED` for a call whose
+//! - **Connection backoff.** [`BackoffConnector`] makes a channel's
+//!   connection attempts follow the gRPC connection backoff (1 s, ×1.6,
+//!   ±20 %, 120 s, at least 20 s per attempt, reset once connected), failing
+//!   fast inside the backoff window, or waiting it out (`wait_for_ready`).
+//!
+//! Not built yet (see the crate README): the A96 metrics, and `DEADLINE_EXCEEDED` for a call whose
 //! retries stop because its deadline would pass after a Trailers-Only
 //! failure (it ends at once, with that last status).
 #![warn(missing_docs)]
@@ -44,12 +48,14 @@
 mod classify;
 mod code;
 pub mod config;
+mod connect;
 mod layer;
 mod replay;
 mod throttle;
 
 pub use classify::{CodeSet, GrpcClassify, PUSHBACK_HEADER, head_status, pushback};
 pub use code::{Code, UnknownCode};
+pub use connect::{BackoffConnector, ConnectError, ConnectFuture};
 pub use layer::{BoxError, GrpcFuture, GrpcLayer, GrpcService};
 pub use replay::{DEFAULT_GRPC_REPLAY_LIMIT, GrpcReplay, PREVIOUS_ATTEMPTS_HEADER};
 pub use throttle::bucket_for;
