@@ -124,6 +124,26 @@ pub struct Service {
 #[tonic::async_trait]
 impl Echo for Service {
     async fn say(&self, request: Request<SayRequest>) -> Result<Response<SayReply>, Status> {
+        self.answer(request).await
+    }
+
+    async fn hedged(&self, request: Request<SayRequest>) -> Result<Response<SayReply>, Status> {
+        self.answer(request).await
+    }
+}
+
+impl Service {
+    /// A server's state, shared by every connection.
+    pub fn new(state: Arc<State>) -> Self {
+        Self { state }
+    }
+
+    /// The service for tonic's server.
+    pub fn into_server(self) -> EchoServer<Self> {
+        EchoServer::new(self)
+    }
+
+    async fn answer(&self, request: Request<SayRequest>) -> Result<Response<SayReply>, Status> {
         let header = |name: &str| {
             request
                 .metadata()

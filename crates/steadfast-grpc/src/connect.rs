@@ -38,7 +38,9 @@ use tower_service::Service;
 /// use steadfast_grpc::BackoffConnector;
 /// use hyper_util::client::legacy::connect::HttpConnector;
 ///
-/// let connector = BackoffConnector::new(HttpConnector::new());
+/// let mut http = HttpConnector::new();
+/// http.set_nodelay(true); // as tonic's own connector does
+/// let connector = BackoffConnector::new(http);
 /// // let channel = tonic::transport::Endpoint::from_static("http://127.0.0.1:50051")
 /// //     .connect_with_connector_lazy(connector);
 /// # let _ = connector;
