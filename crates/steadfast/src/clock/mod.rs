@@ -88,6 +88,33 @@ pub trait Clock: Clone + fmt::Debug + Send + Sync + 'static {
     }
 }
 
+/// `now + d`, or the latest instant the platform can represent on the way
+/// to it: a wait too long to represent means "never", not "now".
+///
+/// The common case is one `checked_add`; the halving loop runs only on
+/// overflow (at most 64 rounds).
+#[inline]
+pub(crate) fn saturating_add(now: Instant, d: Duration) -> Instant {
+    match now.checked_add(d) {
+        Some(t) => t,
+        None => saturating_add_slow(now, d),
+    }
+}
+
+#[cold]
+fn saturating_add_slow(now: Instant, d: Duration) -> Instant {
+    // Find the largest representable `now + x` with `x <= d`, bit by bit.
+    let mut at = now;
+    let mut step = d;
+    while !step.is_zero() {
+        match at.checked_add(step) {
+            Some(t) => at = t,
+            None => step /= 2,
+        }
+    }
+    at
+}
+
 /// A [`Clock`] that can also sleep asynchronously.
 pub trait AsyncClock: Clock {
     /// The future returned by [`sleep`](AsyncClock::sleep).
@@ -95,4 +122,23 @@ pub trait AsyncClock: Clock {
 
     /// A future that completes once `duration` of this clock's time has passed.
     fn sleep(&self, duration: Duration) -> Self::Sleep;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn saturating_add_never_wraps_to_now() {
+        let now = Instant::now();
+        assert_eq!(
+            saturating_add(now, Duration::from_secs(5)),
+            now + Duration::from_secs(5)
+        );
+        let far = saturating_add(now, Duration::MAX);
+        assert!(far > now + Duration::from_secs(100 * 365 * 24 * 3600));
+        // The latest representable instant: not even a nanosecond more fits.
+        assert_eq!(far.checked_add(Duration::from_nanos(1)), None);
+        assert_eq!(saturating_add(far, Duration::MAX), far);
+    }
 }
