@@ -26,6 +26,11 @@ pub enum StopReason {
     Cancelled,
     /// A retry control (budget, token bucket, throttle) refused the attempt.
     Throttled,
+    /// The async executor's clock cannot sleep here (its
+    /// [`can_sleep`](crate::AsyncClock::can_sleep) is `false`: the default
+    /// `TokioClock` outside a tokio runtime), so no wait or attempt timer
+    /// could be made.
+    NoTimer,
 }
 
 impl StopReason {
@@ -42,6 +47,9 @@ impl StopReason {
             Self::Deadline => "deadline exceeded",
             Self::Cancelled => "cancelled",
             Self::Throttled => "retry refused",
+            Self::NoTimer => {
+                "no timer: the clock cannot sleep outside its runtime (TokioClock needs a tokio runtime; elsewhere enable steadfast's `futures-timer` or `async-io` feature and pass `.clock(FuturesTimerClock)` or `.clock(AsyncIoClock)`)"
+            }
         }
     }
 }
