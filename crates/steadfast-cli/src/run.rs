@@ -219,7 +219,9 @@ pub fn run_with_schedule<S: Schedule>(args: &RunArgs, schedule: S, interrupt: &I
         kill_after: args.kill_after,
         own_group: !args.foreground,
     };
-    child::init();
+    if stopping.own_group {
+        child::init();
+    }
     let mut builder = RetryPolicy::with_schedule(schedule)
         .max_attempts(if no_retry.is_some() { 1 } else { args.attempts })
         // The schedule's own cap holds; the policy adds none, so that

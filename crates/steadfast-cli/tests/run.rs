@@ -778,3 +778,33 @@ fn stdin_once_passes_through_and_never_retries() {
         stderr(&out)
     );
 }
+
+#[test]
+fn foreground_still_stops_the_program_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("marker");
+    let pids = dir.path().join("pids");
+    let out = steadfast(&[
+        "run",
+        "--foreground",
+        "--attempts",
+        "1",
+        "--attempt-timeout",
+        "200ms",
+        "--",
+        FIXTURE,
+        "sleep",
+        "30000",
+        marker.to_str().unwrap(),
+        pids.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&out), 124, "{}", stderr(&out));
+    assert!(!marker.exists());
+    let pid = std::fs::read_to_string(&pids).unwrap();
+    let probe = Command::new("kill")
+        .args(["-0", pid.trim()])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(!probe.success(), "the program {pid} is still running");
+}
