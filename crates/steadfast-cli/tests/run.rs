@@ -357,6 +357,8 @@ fn interrupt_while_the_child_runs(signal: &str, expected: i32) {
             marker.to_str().expect("utf-8"),
             pids.to_str().expect("utf-8"),
         ])
+        // Not the test's own stdin: `run` would read it to its end first.
+        .stdin(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .expect("steadfast starts");
@@ -433,6 +435,8 @@ fn ctrl_c_during_the_backoff_wait_exits_130_promptly() {
             state.to_str().unwrap(),
             "9",
         ])
+        // Not the test's own stdin: `run` would read it to its end first.
+        .stdin(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -637,6 +641,8 @@ fn sigterm_to_steadfast_stops_the_whole_group_before_it_exits() {
             pids.to_str().expect("utf-8"),
             "ignore-term",
         ])
+        // Not the test's own stdin: `run` would read it to its end first.
+        .stdin(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .expect("steadfast starts");
