@@ -168,6 +168,41 @@ impl Clock for CountdownClock {
     }
 }
 
+/// Prepares the attempts' standard input (see [`Input::prepare`]) on a
+/// thread of its own, so that an interruption while it reads (a pipe that
+/// has not ended yet) stops the run at once; `None` when interrupted.
+fn read_input(args: &RunArgs, interrupt: &Interrupt) -> Option<std::io::Result<Input>> {
+    let (mode, limit) = (args.stdin, args.stdin_limit);
+    let terminal = std::io::stdin().is_terminal();
+    if terminal || mode == StdinMode::Once {
+        // Nothing to read now.
+        return Some(Input::prepare(mode, limit, terminal, std::io::empty()));
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    // Not joined when interrupted: the process exits, ending the read.
+    let spawned = std::thread::Builder::new()
+        .name("steadfast-stdin-read".to_owned())
+        .spawn(move || {
+            let _ = tx.send(Input::prepare(mode, limit, false, std::io::stdin().lock()));
+        });
+    if let Err(e) = spawned {
+        return Some(Err(e));
+    }
+    loop {
+        match rx.recv_timeout(Duration::from_millis(10)) {
+            Ok(result) => return Some(result),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if interrupt.token().is_cancelled() {
+                    return None;
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Some(Err(std::io::Error::other("the reading thread ended")));
+            }
+        }
+    }
+}
+
 /// Runs `steadfast run`, stopped by `interrupt` (Ctrl-C, SIGTERM, SIGHUP);
 /// returns the exit code.
 pub fn run(args: &RunArgs, interrupt: &Interrupt) -> i32 {
@@ -195,17 +230,18 @@ pub fn run_with_schedule<S: Schedule>(args: &RunArgs, schedule: S, interrupt: &I
         reporter.message(format_args!("no program given"));
         return exit::RUN_ERROR;
     };
-    let stdin = std::io::stdin();
-    let input = match Input::prepare(
-        args.stdin,
-        args.stdin_limit,
-        stdin.is_terminal(),
-        stdin.lock(),
-    ) {
-        Ok(input) => input,
-        Err(e) => {
+    let input = match read_input(args, interrupt) {
+        Some(Ok(input)) => input,
+        Some(Err(e)) => {
             reporter.message(format_args!("cannot read standard input: {e}"));
             return exit::RUN_ERROR;
+        }
+        None => {
+            reporter.message(format_args!(
+                "interrupted by signal {} while reading standard input",
+                interrupt.forward_signal()
+            ));
+            return interrupt.exit_code();
         }
     };
     // Input that cannot be replayed allows one attempt only.

@@ -814,3 +814,27 @@ fn foreground_still_stops_the_program_itself() {
         .unwrap();
     assert!(!probe.success(), "the program {pid} is still running");
 }
+
+#[test]
+fn ctrl_c_while_stdin_is_still_open_exits_130() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    // A pipe that never ends while the test holds its writing end.
+    let mut child = Command::new(STEADFAST)
+        .args(["run", "--", FIXTURE, "stdin", state.to_str().unwrap(), "0"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _writer = child.stdin.take().expect("a pipe");
+    std::thread::sleep(Duration::from_millis(200));
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(stderr(&out).contains("while reading standard input"));
+    assert_eq!(runs(&state), 0, "the program never started");
+}
