@@ -426,6 +426,18 @@ mod tests {
     }
 
     #[test]
+    fn run_defaults_match_the_library_constants() {
+        let cli = Cli::try_parse_from(["steadfast", "run", "--", "p"]).unwrap();
+        let Command::Run(run) = cli.command else {
+            panic!("not run");
+        };
+        assert_eq!(run.kill_after, crate::child::GRACE);
+        assert_eq!(run.stdin_limit, crate::input::DEFAULT_LIMIT);
+        assert_eq!(run.stdin, StdinMode::Replay);
+        assert!(!run.foreground);
+    }
+
+    #[test]
     fn bad_values_are_usage_errors() {
         for args in [
             &["steadfast", "run", "--attempts", "0", "--", "p"][..],
