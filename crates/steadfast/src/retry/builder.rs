@@ -34,9 +34,11 @@ pub type DefaultClock = crate::clock::AsyncIoClock;
 pub type DefaultClock = NoClock;
 
 /// The placeholder clock of a retry built without a timer feature: it is
-/// not an [`AsyncClock`](crate::AsyncClock), so awaiting such a retry is a
-/// compile error that names the features to enable, until it is given a
-/// clock with [`Retry::clock`].
+/// not an [`AsyncClock`](crate::AsyncClock), so awaiting such a retry does
+/// not compile (rustc says the `Retry` "is not a future") until it is given
+/// a clock with [`Retry::clock`], or steadfast is built with its `tokio`,
+/// `futures-timer` or `async-io` feature. Where an `AsyncClock` is required
+/// directly, the compiler's note names those features.
 #[cfg(not(any(feature = "tokio", feature = "futures-timer", feature = "async-io")))]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoClock;
