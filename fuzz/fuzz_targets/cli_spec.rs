@@ -1,10 +1,9 @@
-//! The command line's parsers of outside input: durations, exit-code lists
-//! and backoff specs (`steadfast_cli::fuzzing::cli_parsers`, also run by a
-//! proptest on stable).
+//! The backoff spec parser of the command line (`--backoff`):
+//! `steadfast_cli::fuzzing::backoff_specs`, also replayed on stable from the corpus.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    steadfast_cli::fuzzing::cli_parsers(data);
+    steadfast_cli::fuzzing::backoff_specs(data);
 });

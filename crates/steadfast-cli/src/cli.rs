@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::codes::CodeSet;
 use crate::duration::parse_duration;
+use crate::input::{StdinMode, parse_size};
 
 use crate::spec::BackoffSpec;
 
@@ -70,16 +71,36 @@ const RUN_ABOUT: &str = "\
 Run a program, retrying while it fails.
 
 The program is started directly, without a shell, so its arguments are passed \
-as they are. Its standard input, output and error are inherited. Between \
-attempts steadfast waits as the backoff schedule says, and prints one line \
-per retry on stderr (with a live countdown when stderr is a terminal).
+as they are. Its standard output and error are inherited. Between attempts \
+steadfast waits as the backoff schedule says, and prints one line per retry \
+on stderr (with a live countdown when stderr is a terminal).
 
-Exit status: the program's last exit status (128+N when a signal N ended it); \
-124 when --deadline or --attempt-timeout ended the run (as timeout(1)); \
-130 on Ctrl-C, 143 on SIGTERM, 129 on SIGHUP (the program is sent the same \
-signal, and killed if it is still there 2s later); \
-127 when the program is not found, 126 when it cannot be executed; \
-2 for a usage error.";
+Standard input: a terminal is inherited by every attempt. Piped or \
+redirected input is read into memory first (up to --stdin-limit, default \
+16MiB) and every attempt gets all of it. Larger input, or any input with \
+--stdin=once, goes to the first attempt only, and the program is not \
+retried (steadfast says so).
+
+Stopping: each attempt runs in a process group of its own (as with \
+timeout(1)); on --attempt-timeout, --deadline or an interruption the whole \
+group gets the signal (SIGTERM on a time limit, the received signal on an \
+interruption), then SIGKILL if anything of it is still there after \
+--kill-after (default 2s), and steadfast waits until the group is gone. \
+--foreground keeps the program in steadfast's group instead, so it can read \
+the terminal; then only the program itself is signalled.
+
+Exit status:
+  0       the program succeeded (on some attempt)
+  1-123   the program's last exit status
+  124     --deadline or --attempt-timeout ended the run (as timeout(1))
+  125     steadfast itself failed: a usage error or a bad flag value, input \
+it could not read, a program it could not wait for
+  126     the program exists but cannot be executed
+  127     the program was not found
+  128+N   the program was ended by signal N
+  129     steadfast got SIGHUP, 130 Ctrl-C (SIGINT), 143 SIGTERM: it passed \
+the signal on and exited once the program's processes were gone
+A program's own exit status of 124 to 127 is passed on as it is.";
 
 const RUN_EXAMPLES: &str = "\
 Examples:
@@ -183,6 +204,22 @@ pub struct RunArgs {
     /// Seed the backoff's jitter, for a reproducible schedule.
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+
+    /// How long a program has to exit after SIGTERM (or the received signal) before it gets SIGKILL.
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration_value)]
+    pub kill_after: Duration,
+
+    /// Keep the program in steadfast's process group (it can read the terminal); only it is signalled, not its children.
+    #[arg(long)]
+    pub foreground: bool,
+
+    /// Standard input that is not a terminal: replay it to every attempt, or pass it to the first attempt only and never retry.
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = StdinMode::Replay)]
+    pub stdin: StdinMode,
+
+    /// The most standard input kept for replay (e.g. 64KiB, 16MiB); larger input goes to the first attempt only.
+    #[arg(long, value_name = "SIZE", default_value = "16MiB", value_parser = parse_size)]
+    pub stdin_limit: u64,
 
     /// Print nothing of steadfast's own (the program's output still passes through).
     #[arg(long, short)]
@@ -392,6 +429,18 @@ mod tests {
             panic!("not run");
         };
         assert_eq!(run.command, ["prog", "-x"]);
+    }
+
+    #[test]
+    fn run_defaults_match_the_library_constants() {
+        let cli = Cli::try_parse_from(["steadfast", "run", "--", "p"]).unwrap();
+        let Command::Run(run) = cli.command else {
+            panic!("not run");
+        };
+        assert_eq!(run.kill_after, crate::child::GRACE);
+        assert_eq!(run.stdin_limit, crate::input::DEFAULT_LIMIT);
+        assert_eq!(run.stdin, StdinMode::Replay);
+        assert!(!run.foreground);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //!
 //! [`retry_blocking`]: steadfast::retry::BlockingRetryable::retry_blocking
 
+use std::cell::Cell;
 use std::fmt;
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -18,11 +19,12 @@ use steadfast::{Attempt, CancelToken, Deadline, RetryPolicy, Schedule, StopReaso
 
 use crate::interrupt::Interrupt;
 
-use crate::child::{self, Failure, Limit, LimitKind};
+use crate::child::{self, Failure, Limit, LimitKind, Stopping};
 use crate::cli::RunArgs;
 use crate::codes::CodeSet;
 use crate::duration::format_duration;
 use crate::exit;
+use crate::input::{Input, StdinMode};
 
 /// Which failures are retried: `--retry-on` and `--stop-on`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -72,7 +74,7 @@ pub fn exit_code(
         Ok(()) => 0,
         Err(_) if interrupt.token().is_cancelled() => interrupt.exit_code(),
         Err(e) if e.reason() == StopReason::Deadline => exit::TIMEOUT,
-        Err(e) => e.last_error().map_or(exit::FAILURE, Failure::exit_code),
+        Err(e) => e.last_error().map_or(exit::RUN_ERROR, Failure::exit_code),
     }
 }
 
@@ -166,6 +168,41 @@ impl Clock for CountdownClock {
     }
 }
 
+/// Prepares the attempts' standard input (see [`Input::prepare`]) on a
+/// thread of its own, so that an interruption while it reads (a pipe that
+/// has not ended yet) stops the run at once; `None` when interrupted.
+fn read_input(args: &RunArgs, interrupt: &Interrupt) -> Option<std::io::Result<Input>> {
+    let (mode, limit) = (args.stdin, args.stdin_limit);
+    let terminal = std::io::stdin().is_terminal();
+    if terminal || mode == StdinMode::Once {
+        // Nothing to read now.
+        return Some(Input::prepare(mode, limit, terminal, std::io::empty()));
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    // Not joined when interrupted: the process exits, ending the read.
+    let spawned = std::thread::Builder::new()
+        .name("steadfast-stdin-read".to_owned())
+        .spawn(move || {
+            let _ = tx.send(Input::prepare(mode, limit, false, std::io::stdin().lock()));
+        });
+    if let Err(e) = spawned {
+        return Some(Err(e));
+    }
+    loop {
+        match rx.recv_timeout(Duration::from_millis(10)) {
+            Ok(result) => return Some(result),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if interrupt.token().is_cancelled() {
+                    return None;
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Some(Err(std::io::Error::other("the reading thread ended")));
+            }
+        }
+    }
+}
+
 /// Runs `steadfast run`, stopped by `interrupt` (Ctrl-C, SIGTERM, SIGHUP);
 /// returns the exit code.
 pub fn run(args: &RunArgs, interrupt: &Interrupt) -> i32 {
@@ -175,7 +212,7 @@ pub fn run(args: &RunArgs, interrupt: &Interrupt) -> i32 {
             if !args.quiet {
                 let _ = writeln!(std::io::stderr().lock(), "steadfast: {e}");
             }
-            exit::USAGE
+            exit::RUN_ERROR
         }
     }
 }
@@ -191,10 +228,38 @@ pub fn run_with_schedule<S: Schedule>(args: &RunArgs, schedule: S, interrupt: &I
     });
     let Some((program, program_args)) = args.command.split_first() else {
         reporter.message(format_args!("no program given"));
-        return exit::USAGE;
+        return exit::RUN_ERROR;
     };
+    let input = match read_input(args, interrupt) {
+        Some(Ok(input)) => input,
+        Some(Err(e)) => {
+            reporter.message(format_args!("cannot read standard input: {e}"));
+            return exit::RUN_ERROR;
+        }
+        None => {
+            reporter.message(format_args!(
+                "interrupted by signal {} while reading standard input",
+                interrupt.forward_signal()
+            ));
+            return interrupt.exit_code();
+        }
+    };
+    // Input that cannot be replayed allows one attempt only.
+    let no_retry = input.not_replayable().filter(|_| args.attempts > 1);
+    if let Some(why) = no_retry
+        && args.stdin == StdinMode::Replay
+    {
+        reporter.message(format_args!("{why}; the program will not be retried"));
+    }
+    let stopping = Stopping {
+        kill_after: args.kill_after,
+        own_group: !args.foreground,
+    };
+    if stopping.own_group {
+        child::init();
+    }
     let mut builder = RetryPolicy::with_schedule(schedule)
-        .max_attempts(args.attempts)
+        .max_attempts(if no_retry.is_some() { 1 } else { args.attempts })
         // The schedule's own cap holds; the policy adds none, so that
         // `steadfast schedule` shows the delays `run` waits.
         .max_delay(Duration::MAX);
@@ -205,7 +270,7 @@ pub fn run_with_schedule<S: Schedule>(args: &RunArgs, schedule: S, interrupt: &I
         Ok(p) => p,
         Err(e) => {
             reporter.message(format_args!("{e}"));
-            return exit::USAGE;
+            return exit::RUN_ERROR;
         }
     };
     let deadline = args.deadline.map(|d| Deadline::after(Instant::now(), d));
@@ -235,11 +300,17 @@ pub fn run_with_schedule<S: Schedule>(args: &RunArgs, schedule: S, interrupt: &I
                 },
             }
         });
-        child::run_once(program, program_args, limit, interrupt)
+        child::run_once(program, program_args, limit, interrupt, &input, stopping)
     };
+    // Whether the last attempt's failure was one the rules would retry.
+    let would_retry = Cell::new(false);
     let mut retry = operation
         .retry_blocking(&policy)
-        .classify(|outcome: &Result<(), Failure>| rules.verdict(outcome))
+        .classify(|outcome: &Result<(), Failure>| {
+            let verdict = rules.verdict(outcome);
+            would_retry.set(verdict == Verdict::Retry);
+            verdict
+        })
         .notify(
             move |attempt: u32, failure: Option<&Failure>, delay: Duration| {
                 notify_reporter.retrying(attempt, max, failure, delay);
@@ -268,6 +339,9 @@ pub fn run_with_schedule<S: Schedule>(args: &RunArgs, schedule: S, interrupt: &I
             }
         } else {
             reporter.message(format_args!("{e}"));
+            if let Some(why) = no_retry.filter(|_| would_retry.get()) {
+                reporter.message(format_args!("not retried: {why}"));
+            }
         }
     }
     code

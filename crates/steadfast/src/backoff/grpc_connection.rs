@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use super::builder::{duration_from_nanos, nanos};
 use super::{Backoff, Jitter, Schedule, ScheduleState};
+use crate::clock::saturating_add;
 use crate::{ConfigError, Rng};
 
 /// The configuration of gRPC connection backoff: the spec's five parameters.
@@ -202,7 +203,8 @@ pub struct GrpcConnectionBackoffBuilder {
 }
 
 impl GrpcConnectionBackoffBuilder {
-    /// INITIAL_BACKOFF: the wait after the first failure.
+    /// INITIAL_BACKOFF: the wait after the first failure; greater than
+    /// zero (a zero backoff would be a reconnect loop with no delay).
     ///
     /// ```
     /// let c = steadfast::GrpcConnectionBackoff::builder().initial(std::time::Duration::from_millis(100)).build()?;
@@ -234,7 +236,7 @@ impl GrpcConnectionBackoffBuilder {
         self
     }
 
-    /// MAX_BACKOFF: the cap on the backoff before jitter.
+    /// MAX_BACKOFF: the cap on the backoff before jitter; greater than zero.
     ///
     /// ```
     /// let c = steadfast::GrpcConnectionBackoff::builder().max_backoff(std::time::Duration::from_secs(30)).build()?;
@@ -276,14 +278,28 @@ impl GrpcConnectionBackoffBuilder {
     ///
     /// # Errors
     ///
-    /// A [`ConfigError`] for a multiplier that is not a finite number `>= 1`
-    /// or a jitter outside `[0, 1]`.
+    /// A [`ConfigError`] for a zero `initial` or `max_backoff` (either
+    /// would let a client reconnect in a loop with no delay), a multiplier
+    /// that is not a finite number `>= 1`, or a jitter outside `[0, 1]`.
     ///
     /// ```
-    /// assert_eq!(steadfast::GrpcConnectionBackoff::builder().multiplier(0.0).build().unwrap_err().field(), "multiplier");
+    /// use std::time::Duration;
+    /// use steadfast::GrpcConnectionBackoff;
+    /// assert_eq!(GrpcConnectionBackoff::builder().multiplier(0.0).build().unwrap_err().field(), "multiplier");
+    /// assert_eq!(GrpcConnectionBackoff::builder().initial(Duration::ZERO).build().unwrap_err().field(), "initial");
     /// ```
     pub fn build(self) -> Result<GrpcConnectionBackoff, ConfigError> {
         let component = "grpc connection backoff";
+        for (field, value) in [("initial", self.initial), ("max_backoff", self.max)] {
+            if value.is_zero() {
+                return Err(ConfigError::new(
+                    component,
+                    field,
+                    "must be greater than zero (a zero backoff reconnects in a loop with no delay)",
+                    value,
+                ));
+            }
+        }
         if !(self.multiplier.is_finite() && self.multiplier >= 1.0) {
             return Err(ConfigError::new(
                 component,
@@ -388,8 +404,8 @@ impl ConnectionBackoff {
             Jitter::Proportional(config.jitter).apply(self.current_backoff, &mut self.rng)
         };
         self.attempts = self.attempts.saturating_add(1);
-        let retry_at = add_saturating(now, duration_from_nanos(wait));
-        let min_deadline = add_saturating(now, config.min_connect_timeout);
+        let retry_at = saturating_add(now, duration_from_nanos(wait));
+        let min_deadline = saturating_add(now, config.min_connect_timeout);
         ConnectAttempt {
             connect_deadline: retry_at.max(min_deadline),
             retry_at,
@@ -436,20 +452,33 @@ impl ConnectionBackoff {
     }
 }
 
-/// `now + d`, or the latest representable instant on the way to it.
-fn add_saturating(now: Instant, d: Duration) -> Instant {
-    let mut d = d;
-    loop {
-        if let Some(t) = now.checked_add(d) {
-            return t;
-        }
-        d /= 2;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_zero_backoff_is_refused() {
+        let e = GrpcConnectionBackoff::builder()
+            .initial(Duration::ZERO)
+            .build()
+            .unwrap_err();
+        assert_eq!(e.field(), "initial");
+        assert!(e.to_string().contains("greater than zero"), "{e}");
+        let e = GrpcConnectionBackoff::builder()
+            .max_backoff(Duration::ZERO)
+            .build()
+            .unwrap_err();
+        assert_eq!(e.field(), "max_backoff");
+        // The smallest non-zero values are fine.
+        let c = GrpcConnectionBackoff::builder()
+            .initial(Duration::from_nanos(1))
+            .max_backoff(Duration::from_nanos(1))
+            .build()
+            .unwrap();
+        let mut conn = c.connection(Rng::with_seed(3));
+        let now = Instant::now();
+        assert!(conn.next_attempt(now).retry_at > now);
+    }
 
     #[test]
     fn known_answer_unjittered_backoffs() {

@@ -6,6 +6,8 @@
 //! `tokio` feature), or [`CoarseClock`] (an atomic load, refreshed by a
 //! background thread) where a clock read sits on a hot path; tests and the simulator use [`VirtualClock`], whose time
 //! moves only when something sleeps on it or when it is advanced by hand.
+//! Outside tokio, `FuturesTimerClock` (feature `futures-timer`) and
+//! `AsyncIoClock` (feature `async-io`) sleep on any executor.
 //!
 //! ```
 //! use std::time::Duration;
@@ -17,7 +19,11 @@
 //! assert_eq!(clock.now() - start, Duration::from_secs(3600));
 //! ```
 
+#[cfg(feature = "async-io")]
+mod async_io_clock;
 mod coarse;
+#[cfg(feature = "futures-timer")]
+mod futures_timer_clock;
 mod stopwatch;
 mod system;
 #[cfg(feature = "tokio")]
@@ -30,7 +36,11 @@ use std::time::{Duration, Instant};
 
 use crate::cancel::CancelToken;
 
+#[cfg(feature = "async-io")]
+pub use async_io_clock::{AsyncIoClock, AsyncIoSleep};
 pub use coarse::CoarseClock;
+#[cfg(feature = "futures-timer")]
+pub use futures_timer_clock::FuturesTimerClock;
 #[cfg(all(test, not(loom)))]
 pub(crate) use stopwatch::InstantsOnly;
 pub(crate) use stopwatch::Stopwatch;
@@ -88,11 +98,84 @@ pub trait Clock: Clone + fmt::Debug + Send + Sync + 'static {
     }
 }
 
+/// `now + d`, or the latest instant the platform can represent on the way
+/// to it: a wait too long to represent means "never", not "now".
+///
+/// The common case is one `checked_add`; the halving loop runs only on
+/// overflow (at most 64 rounds).
+#[inline]
+pub(crate) fn saturating_add(now: Instant, d: Duration) -> Instant {
+    match now.checked_add(d) {
+        Some(t) => t,
+        None => saturating_add_slow(now, d),
+    }
+}
+
+#[cold]
+fn saturating_add_slow(now: Instant, d: Duration) -> Instant {
+    // Find the largest representable `now + x` with `x <= d`, bit by bit.
+    let mut at = now;
+    let mut step = d;
+    while !step.is_zero() {
+        match at.checked_add(step) {
+            Some(t) => at = t,
+            None => step /= 2,
+        }
+    }
+    at
+}
+
 /// A [`Clock`] that can also sleep asynchronously.
+///
+/// Which one an async executor uses: [`TokioClock`] by default (feature
+/// `tokio`, on by default), or any other passed with `.clock(..)`:
+/// `FuturesTimerClock` (feature `futures-timer`) and `AsyncIoClock`
+/// (feature `async-io`) need no tokio runtime; [`VirtualClock`] is for tests.
+/// Without the `tokio` feature the default is the first of those two that
+/// is enabled (see [`DefaultClock`](crate::retry::DefaultClock)).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot sleep asynchronously",
+    label = "not an async clock",
+    note = "an async retry needs an `AsyncClock`: enable steadfast's `tokio`, `futures-timer` or `async-io` feature, or pass a clock with `.clock(..)`"
+)]
 pub trait AsyncClock: Clock {
     /// The future returned by [`sleep`](AsyncClock::sleep).
     type Sleep: Future<Output = ()> + Send + 'static;
 
     /// A future that completes once `duration` of this clock's time has passed.
     fn sleep(&self, duration: Duration) -> Self::Sleep;
+
+    /// Whether [`sleep`](AsyncClock::sleep) can be called here and now
+    /// (default: always). [`TokioClock`] says `false` outside a tokio
+    /// runtime, where tokio would panic; the async retry asks before each
+    /// timer it makes and ends the call with
+    /// [`StopReason::NoTimer`](crate::StopReason::NoTimer) instead.
+    ///
+    /// ```
+    /// use steadfast::clock::{AsyncClock, VirtualClock};
+    /// assert!(VirtualClock::new().can_sleep());
+    /// ```
+    #[inline]
+    fn can_sleep(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn saturating_add_never_wraps_to_now() {
+        let now = Instant::now();
+        assert_eq!(
+            saturating_add(now, Duration::from_secs(5)),
+            now + Duration::from_secs(5)
+        );
+        let far = saturating_add(now, Duration::MAX);
+        assert!(far > now + Duration::from_secs(100 * 365 * 24 * 3600));
+        // The latest representable instant: not even a nanosecond more fits.
+        assert_eq!(far.checked_add(Duration::from_nanos(1)), None);
+        assert_eq!(saturating_add(far, Duration::MAX), far);
+    }
 }

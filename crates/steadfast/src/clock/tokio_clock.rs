@@ -38,4 +38,20 @@ impl AsyncClock for TokioClock {
     fn sleep(&self, duration: Duration) -> Self::Sleep {
         tokio::time::sleep(duration)
     }
+
+    /// Whether a tokio runtime is running on this thread (tokio's timer
+    /// panics without one).
+    ///
+    /// ```
+    /// use steadfast::clock::{AsyncClock, TokioClock};
+    /// assert!(!TokioClock.can_sleep());
+    /// tokio::runtime::Builder::new_current_thread()
+    ///     .enable_time()
+    ///     .build()
+    ///     .unwrap()
+    ///     .block_on(async { assert!(TokioClock.can_sleep()) });
+    /// ```
+    fn can_sleep(&self) -> bool {
+        tokio::runtime::Handle::try_current().is_ok()
+    }
 }

@@ -282,7 +282,7 @@ impl Deadline {
 /// instant, without overflowing the platform's `Instant`.
 pub(crate) fn far_future(now: Instant) -> Instant {
     const THIRTY_YEARS: Duration = Duration::from_secs(30 * 365 * 24 * 3600);
-    now.checked_add(THIRTY_YEARS).unwrap_or(now)
+    crate::clock::saturating_add(now, THIRTY_YEARS)
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{AttemptSet, HedgeDelay, MAX_HEDGE_ATTEMPTS};
+use crate::clock::saturating_add;
 use crate::policy::DEFAULT_MAX_DELAY;
 use crate::{Attempt, Clock, ConfigError, Deadline, Outcome, RetryControl, StopReason, Verdict};
 
@@ -558,7 +559,7 @@ impl HedgePolicy {
                     };
                     state.in_flight.insert(state.sent);
                     if state.sent < self.max_attempts {
-                        state.schedule_next(now.checked_add(state.delay).unwrap_or(now));
+                        state.schedule_next(saturating_add(now, state.delay));
                     } else {
                         state.next_due = None;
                     }
@@ -697,7 +698,7 @@ impl HedgePolicy {
             control.record(Outcome::RetryableFailure);
         }
         if let Some(d) = hint {
-            let until = now.checked_add(d).unwrap_or(now);
+            let until = saturating_add(now, d);
             state.hold_until = Some(state.hold_until.map_or(until, |h| h.max(until)));
         }
         // The next copy, if there is one, goes now (or when the pushback

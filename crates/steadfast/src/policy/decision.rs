@@ -30,6 +30,11 @@ pub enum StopReason {
     /// sent again (a streaming body, or one larger than the replay limit of
     /// an integration), so it was sent once.
     NotReplayable,
+    /// The async executor's clock cannot sleep here (its
+    /// [`can_sleep`](crate::AsyncClock::can_sleep) is `false`: the default
+    /// `TokioClock` outside a tokio runtime), so no wait or attempt timer
+    /// could be made.
+    NoTimer,
 }
 
 impl StopReason {
@@ -47,6 +52,9 @@ impl StopReason {
             Self::Cancelled => "cancelled",
             Self::Throttled => "retry refused",
             Self::NotReplayable => "request not replayable",
+            Self::NoTimer => {
+                "no timer: the clock cannot sleep outside its runtime (TokioClock needs a tokio runtime; elsewhere enable steadfast's `futures-timer` or `async-io` feature and pass `.clock(FuturesTimerClock)` or `.clock(AsyncIoClock)`)"
+            }
         }
     }
 }

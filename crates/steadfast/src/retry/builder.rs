@@ -6,21 +6,40 @@ use crate::clock::SystemClock;
 use crate::{AnyError, CancelToken, ClassifyFn, Clock, Deadline, When};
 
 /// The clock an async retry uses unless told otherwise: [`TokioClock`]
-/// with the `tokio` feature.
+/// with the `tokio` feature (the default); without it, [`FuturesTimerClock`]
+/// with `futures-timer`, else [`AsyncIoClock`] with `async-io`. Any clock
+/// can be passed with [`Retry::clock`] whatever the features.
 ///
 /// [`TokioClock`]: crate::clock::TokioClock
+/// [`FuturesTimerClock`]: https://docs.rs/steadfast/latest/steadfast/clock/struct.FuturesTimerClock.html
+/// [`AsyncIoClock`]: https://docs.rs/steadfast/latest/steadfast/clock/struct.AsyncIoClock.html
 #[cfg(feature = "tokio")]
 pub type DefaultClock = crate::clock::TokioClock;
 
-/// Without the `tokio` feature there is no default async clock: give one
+/// The clock an async retry uses unless told otherwise (see the `tokio` build).
+#[cfg(all(not(feature = "tokio"), feature = "futures-timer"))]
+pub type DefaultClock = crate::clock::FuturesTimerClock;
+
+/// The clock an async retry uses unless told otherwise (see the `tokio` build).
+#[cfg(all(
+    not(feature = "tokio"),
+    not(feature = "futures-timer"),
+    feature = "async-io"
+))]
+pub type DefaultClock = crate::clock::AsyncIoClock;
+
+/// Without any timer feature there is no default async clock: give one
 /// with [`Retry::clock`] (the blocking executor uses [`SystemClock`]).
-#[cfg(not(feature = "tokio"))]
+#[cfg(not(any(feature = "tokio", feature = "futures-timer", feature = "async-io")))]
 pub type DefaultClock = NoClock;
 
-/// The placeholder clock of a retry built without the `tokio` feature: it
-/// is not an [`AsyncClock`](crate::AsyncClock), so such a retry must be
-/// given one with [`Retry::clock`] before it can be awaited.
-#[cfg(not(feature = "tokio"))]
+/// The placeholder clock of a retry built without a timer feature: it is
+/// not an [`AsyncClock`](crate::AsyncClock), so awaiting such a retry does
+/// not compile (rustc says the `Retry` "is not a future") until it is given
+/// a clock with [`Retry::clock`], or steadfast is built with its `tokio`,
+/// `futures-timer` or `async-io` feature. Where an `AsyncClock` is required
+/// directly, the compiler's note names those features.
+#[cfg(not(any(feature = "tokio", feature = "futures-timer", feature = "async-io")))]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoClock;
 
@@ -28,6 +47,27 @@ pub struct NoClock;
 /// [`Retryable::retry`](super::Retryable::retry) (then `.await` it) or
 /// [`BlockingRetryable::retry_blocking`](super::BlockingRetryable::retry_blocking)
 /// (then [`call`](Self::call) it). Both executors share these options.
+///
+/// # A builder, not a future
+/// `Retry` implements [`IntoFuture`](std::future::IntoFuture), so `.await`
+/// takes it directly; where a `Future` value is needed (`join!`,
+/// `select!`, `FuturesUnordered`, `spawn`), call `.into_future()`. It does
+/// not implement `Future` itself because that has a cost: the builder would
+/// have to carry the executor's state (the running-stage slot, the first
+/// attempt's future) in every value, and check on every poll whether it was
+/// still being configured. As it is, the builder is only its options, and
+/// the [`RetryFuture`](super::RetryFuture) only what a call needs.
+///
+/// # Runtimes
+/// The async executor sleeps on its clock only: [`TokioClock`] by default,
+/// or any [`AsyncClock`](crate::AsyncClock) given with [`clock`](Self::clock)
+/// (`FuturesTimerClock` and `AsyncIoClock` behind the features of those
+/// names run on any executor). A clock that cannot sleep where the call runs
+/// (`TokioClock` outside a tokio runtime) ends the call with
+/// [`StopReason::NoTimer`](crate::StopReason::NoTimer), naming the features
+/// to use instead, rather than letting tokio panic.
+///
+/// [`TokioClock`]: crate::clock::TokioClock
 #[must_use = "a retry does nothing until it is awaited or `.call()`ed"]
 pub struct Retry<F, P, K = AnyError, N = (), C = DefaultClock> {
     pub(super) op: F,

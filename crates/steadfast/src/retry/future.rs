@@ -365,7 +365,9 @@ where
             Err(refusal) => return Poll::Ready(Err(refused(policy, refusal.by, self.name))),
         };
         let mut run = Box::pin(Running::new(call));
-        self.start_attempt(&mut run.as_mut().project());
+        if let Err(done) = self.start_attempt(&mut run.as_mut().project()) {
+            return Poll::Ready(done);
+        }
         self.keep_running(slot, run, cx)
     }
 
@@ -465,10 +467,16 @@ where
                     }
                     if delay.is_zero() {
                         // No timer for a zero wait: go straight to the next attempt.
-                        self.start_attempt(run);
-                    } else {
+                        if let Err(done) = self.start_attempt(run) {
+                            return Poll::Ready(done);
+                        }
+                    } else if self.clock.can_sleep() {
                         run.timer.set(Some(self.clock.sleep(delay)));
                         *run.phase = Phase::Sleep;
+                    } else {
+                        // The retry was granted but cannot be waited for.
+                        self.policy.as_policy().abandon(run.call);
+                        return Poll::Ready(self.finish(run, StopReason::NoTimer));
                     }
                 }
                 Phase::Sleep => {
@@ -478,7 +486,9 @@ where
                         }
                         run.timer.set(None);
                     }
-                    self.start_attempt(run);
+                    if let Err(done) = self.start_attempt(run) {
+                        return Poll::Ready(done);
+                    }
                 }
             }
         }
@@ -525,13 +535,22 @@ where
         }
     }
 
-    /// Makes the next attempt's future, with a timer for its deadline if it has one.
-    fn start_attempt(&mut self, run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>) {
+    /// Makes the next attempt's future, with a timer for its deadline if it
+    /// has one; the call's end instead when that timer cannot be made (the
+    /// clock [cannot sleep](AsyncClock::can_sleep) here).
+    fn start_attempt(
+        &mut self,
+        run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
+    ) -> Result<(), Result<T, RetryError<E>>> {
         let deadline = attempt_deadline(
             run.call.deadline(),
             self.policy.as_policy().attempt_timeout(),
             &self.clock,
         );
+        if deadline.is_some() && !self.clock.can_sleep() {
+            self.policy.as_policy().abandon(run.call);
+            return Err(self.finish(run, StopReason::NoTimer));
+        }
         let attempt = Attempt {
             number: run.call.attempts().saturating_add(1),
             deadline,
@@ -551,6 +570,7 @@ where
         };
         run.attempt.set(Some(WithDeadline::exactly(fut, deadline)));
         *run.phase = Phase::Attempt;
+        Ok(())
     }
 
     /// Waits: registers with the cancellation token only now, so a call

@@ -49,7 +49,7 @@ mod operation;
 use std::sync::Arc;
 use std::time::Instant;
 
-#[cfg(not(feature = "tokio"))]
+#[cfg(not(any(feature = "tokio", feature = "futures-timer", feature = "async-io")))]
 pub use builder::NoClock;
 pub use builder::{DefaultClock, Retry};
 pub use future::RetryFuture;
