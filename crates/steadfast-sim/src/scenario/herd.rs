@@ -306,15 +306,7 @@ impl HerdConfig {
                 self.cap,
             ));
         }
-        let buckets = self.horizon.as_nanos() / self.window.as_nanos().max(1);
-        if buckets > u128::from(check::MAX_BUCKETS) {
-            return Err(SimError::config(
-                SCOPE,
-                "window",
-                "must be at least `horizon` / 10,000,000",
-                self.window,
-            ));
-        }
+        check::buckets(SCOPE, "horizon", self.horizon, self.window)?;
         if self.outage >= self.horizon {
             return Err(SimError::config(
                 SCOPE,

@@ -1,6 +1,7 @@
 //! The scenarios, and what they share.
 
 pub mod herd;
+pub mod metastable;
 pub mod storm;
 pub mod tail;
 

@@ -49,7 +49,6 @@ use std::time::Duration;
 
 use serde::{Serialize, Serializer};
 use steadfast::backoff::Backoff;
-use steadfast::clock::VirtualClock;
 use steadfast::control::{AdaptiveThrottle, RetryBudget, TokenBucket};
 use steadfast::{CallState, Decision, RetryControl, RetryPolicy, Schedule, StopReason, Verdict};
 
@@ -175,9 +174,9 @@ pub enum StormControl {
 }
 
 impl StormControl {
-    fn build(
+    pub(crate) fn build(
         self,
-        clock: &VirtualClock,
+        clock: &crate::engine::SimClock,
         seed: u64,
     ) -> Result<Option<Arc<dyn RetryControl>>, SimError> {
         Ok(match self {
@@ -428,24 +427,8 @@ impl StormConfig {
             ));
         }
         // A bound on the work: the expected number of calls.
-        let calls = self.call_rate * self.duration.as_secs_f64();
-        if calls > 1e8 {
-            return Err(SimError::config(
-                SCOPE,
-                "call_rate",
-                "times `duration` must stay below 100,000,000 calls",
-                calls,
-            ));
-        }
-        let buckets = self.duration.as_nanos() / self.bucket.as_nanos().max(1);
-        if buckets > u128::from(check::MAX_BUCKETS) {
-            return Err(SimError::config(
-                SCOPE,
-                "bucket",
-                "must be at least `duration` / 10,000,000",
-                self.bucket,
-            ));
-        }
+        check::calls(SCOPE, "call_rate", self.call_rate, self.duration)?;
+        check::buckets(SCOPE, "duration", self.duration, self.bucket)?;
         if self.strategies.is_empty() {
             return Err(SimError::config(
                 SCOPE,
