@@ -332,7 +332,7 @@ pub struct StormConfig {
     /// How finely the clock the controls read follows the simulation
     /// (default 100 µs; see [`Engine::with_clock_resolution`]). The
     /// controls count in slots of a second or more, so this changes no
-    /// decision that matters and keeps the simulator fast.
+    /// decision that matters; it is kept so that earlier runs reproduce.
     #[serde(serialize_with = "crate::serde_util::secs")]
     pub clock_resolution: Duration,
     /// The seed (default 1).
