@@ -806,6 +806,9 @@ fn metastable_section(r: &MetastableResult) -> Section {
         .collect();
     let capacity = c.server.capacity_per_sec();
     let (from, to) = (c.trigger.start.as_secs_f64(), c.trigger.end().as_secs_f64());
+    // The last whole bucket before the run ends (calls still finishing
+    // after it would make a misleading tail).
+    let last_bucket = c.duration.as_secs_f64() - secs(bucket);
     let during = match c.trigger.kind {
         IncidentKind::Outage => 0.0,
         IncidentKind::Overload { capacity: f } => capacity * f,
@@ -823,11 +826,12 @@ fn metastable_section(r: &MetastableResult) -> Section {
             (from, during),
             (to, during),
             (to, capacity),
-            (c.duration.as_secs_f64(), capacity),
+            (last_bucket, capacity),
         ],
     });
     let what = incident_text(c.trigger.kind);
     let label = format!("trigger: {what}");
+
     let mut notes = vec![format!(
         "\"{}\" gives each call one deadline of {} (the time a caller waits), shared by its \
          attempts and sent to the server with each; the server drops a queued request whose \
@@ -885,7 +889,7 @@ fn metastable_section(r: &MetastableResult) -> Section {
                     shade: shade(from, to, label.clone()),
                     log_y: false,
                     integer_y: true,
-                    x_max: None,
+                    x_max: Some(last_bucket),
                 },
             ),
             (
@@ -906,7 +910,7 @@ fn metastable_section(r: &MetastableResult) -> Section {
                     shade: shade(from, to, label),
                     log_y: false,
                     integer_y: true,
-                    x_max: None,
+                    x_max: Some(last_bucket),
                 },
             ),
         ],

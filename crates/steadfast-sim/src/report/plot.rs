@@ -176,7 +176,9 @@ fn ranges(chart: &Chart) -> (Range<f64>, Range<f64>) {
         } else {
             top
         };
-        (x0..x1, y0.min(0.0)..top)
+        // A sliver below zero, so a line at zero shows above the axis.
+        let bottom = y0.min(0.0);
+        (x0..x1, bottom - (top - bottom) * 0.012..top)
     }
 }
 
@@ -212,14 +214,20 @@ where
         .build_cartesian_2d(xs.clone(), ys)
         .map_err(|e| err(&e))?;
     let whole = |v: &f64| format!("{:.0}", v.round());
+    let x_span = xs.end - xs.start;
+    let x_ticks = move |v: &f64| tick(*v, x_span);
+    let log_ticks = |v: &f64| tick(*v, v.abs());
     let mut mesh = ctx.configure_mesh();
     mesh.x_desc(chart.x_label.as_str())
         .y_desc(chart.y_label.as_str())
         .label_style((FAMILY, 14))
         .axis_desc_style((FAMILY, 15))
         .light_line_style(RGBColor(235, 235, 235));
+    mesh.x_label_formatter(&x_ticks);
     if chart.integer_y {
         mesh.y_label_formatter(&whole);
+    } else if chart.log_y {
+        mesh.y_label_formatter(&log_ticks);
     }
     mesh.draw().map_err(|e| err(&e))?;
     if let Some(shade) = &chart.shade {
@@ -238,7 +246,7 @@ where
         };
         ctx.draw_series(std::iter::once(Text::new(
             shade.label.clone(),
-            (a, top),
+            (a + (xs.end - xs.start) * 0.005, top),
             (FAMILY, 14).into_font().color(&RGBColor(60, 60, 60)),
         )))
         .map_err(|e| err(&e))?;
@@ -257,6 +265,19 @@ where
             .map_err(|e| err(&e))?;
     }
     Ok(())
+}
+
+/// A tick label with as many decimals as a scale of `span` needs: none
+/// from 10 up, one from 1, two below (so "20", not "20.0"; "0.5"; "0.05").
+fn tick(v: f64, span: f64) -> String {
+    let decimals = if span >= 10.0 {
+        0
+    } else if span >= 1.0 {
+        1
+    } else {
+        2
+    };
+    format!("{v:.decimals$}")
 }
 
 /// The legend, in its own column right of the plot.
@@ -305,15 +326,26 @@ mod tests {
         }
     }
 
+    /// Every `<text>` element's content, trimmed.
+    fn texts(svg: &str) -> Vec<String> {
+        let doc = roxmltree::Document::parse(svg).unwrap();
+        doc.descendants()
+            .filter(|n| n.has_tag_name("text"))
+            .map(|n| n.text().unwrap_or_default().trim().to_owned())
+            .collect()
+    }
+
     #[test]
     fn count_axes_have_whole_ticks_and_text_stays_whole_words() {
-        let text = svg(&chart()).unwrap();
-        assert!(!text.contains("1000.0"), "a count printed with a decimal");
-        assert!(text.contains(">1000<") || text.contains(">800<"), "{text}");
+        let texts = texts(&svg(&chart()).unwrap());
+        for count in ["200.0", "1000.0"] {
+            assert!(!texts.iter().any(|t| t == count), "{texts:?}");
+        }
+        assert!(texts.iter().any(|t| t == "1000" || t == "800"), "{texts:?}");
         // Text is one element per label, never split into letters.
-        assert!(text.contains(">jitter gRPC 10 ms<"));
-        assert!(text.contains(">full jitter<"));
-        assert!(text.contains(">outage<"));
+        for whole in ["jitter gRPC 10 ms", "full jitter", "outage", "time (s)"] {
+            assert!(texts.iter().any(|t| t == whole), "{whole}: {texts:?}");
+        }
     }
 
     #[test]
