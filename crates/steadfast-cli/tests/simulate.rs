@@ -133,11 +133,11 @@ fn an_unwritable_folder_exits_1() {
 
 /// Runs `steadfast simulate ARGS --out <temp>`; returns (exit code, stdout, stderr).
 fn simulate(args: &[&str]) -> (Option<i32>, String, String) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().expect("a temporary folder");
     let out_dir = dir.path().join("r");
     let mut full = vec!["simulate"];
     full.extend_from_slice(args);
-    full.extend_from_slice(&["--out", out_dir.to_str().unwrap()]);
+    full.extend_from_slice(&["--out", out_dir.to_str().expect("a UTF-8 path")]);
     let out = steadfast(&full);
     (
         out.status.code(),
