@@ -193,6 +193,7 @@ fn every_refused_flag_is_named_in_the_message() {
             "--latency",
             "too large",
         ),
+        (&["herd", "--outage", "1e400s"][..], "--outage", "exponents"),
         (
             &["storm", "--latency", "exp:1y"][..],
             "--latency",

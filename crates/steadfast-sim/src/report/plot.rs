@@ -251,7 +251,9 @@ where
         )))
         .map_err(|e| err(&e))?;
     }
-    for (i, line) in chart.lines.iter().enumerate() {
+    // Drawn last to first, so the first lines (the baselines the others
+    // are read against) stay on top where lines overlap.
+    for (i, line) in chart.lines.iter().enumerate().rev() {
         let color = COLORS[i % COLORS.len()];
         let points: Vec<(f64, f64)> = line
             .points
