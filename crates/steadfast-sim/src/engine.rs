@@ -189,7 +189,11 @@ impl<E> RadixQueue<E> {
                     self.occupied |= 1 << (j - 1);
                 }
             }
-            // Keep the emptied allocation for later use.
+            // Keep the emptied allocation for later use, but no more of it
+            // than the queue could need again soon: without a bound, every
+            // one of the 129 buckets could keep room for the largest batch
+            // it ever held.
+            bucket.shrink_to(self.len / 4 + 256);
             self.buckets[i] = bucket;
         }
         let popped = self.buckets[0].pop()?;
