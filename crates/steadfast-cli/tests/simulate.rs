@@ -290,3 +290,32 @@ fn help_lists_every_scenario() {
     }
     assert!(!help.contains("all    both"), "{help}");
 }
+
+#[test]
+fn the_help_examples_agree_with_their_sources() {
+    for args in [
+        &[
+            "storm",
+            "--rate",
+            "500",
+            "--capacity",
+            "10",
+            "--overload",
+            "0.3",
+        ][..],
+        &[
+            "metastable",
+            "--rate",
+            "800",
+            "--trigger",
+            "5s",
+            "--overload",
+            "0.5",
+        ][..],
+    ] {
+        let (code, stdout, stderr) = simulate(args);
+        assert_eq!(code, Some(0), "{args:?}: {stderr}");
+        assert!(stdout.contains("This run agrees"), "{args:?}: {stdout}");
+        assert!(!stdout.contains("does NOT agree"), "{args:?}: {stdout}");
+    }
+}
