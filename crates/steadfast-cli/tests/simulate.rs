@@ -23,7 +23,7 @@ fn every_scenario_writes_a_report() {
         "--duration",
         "10s",
         "--incident-start",
-        "2s",
+        "4s",
         "--trigger",
         "2s",
         "--calls",

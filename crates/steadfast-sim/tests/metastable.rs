@@ -141,6 +141,13 @@ fn bad_settings_are_refused_before_running() {
     );
     assert_eq!(
         field(MetastableConfig {
+            trigger: Incident::overload(Duration::ZERO, Duration::from_secs(10), 0.3),
+            ..d()
+        }),
+        "trigger"
+    );
+    assert_eq!(
+        field(MetastableConfig {
             clients: 1_000_001,
             ..d()
         }),

@@ -643,11 +643,11 @@ fn storm_section(r: &StormResult) -> Section {
         "strategy",
         "calls",
         "attempts",
-        "attempts per call, whole run",
-        "attempts per call, calls started in the incident",
+        "attempts/call, whole run",
+        "attempts/call, calls in incident",
         "success, all calls",
-        "success, calls started in the incident",
-        "recovered, s after the incident",
+        "success, calls in incident",
+        "recovered (s after incident)",
         "calls refused locally",
         "retries refused",
     ]);
@@ -701,7 +701,8 @@ fn storm_section(r: &StormResult) -> Section {
         about: format!(
             "{} clients make {:.0} calls/s for {:.0} s against a server of about {:.0} requests/s \
              ({} slots, queue {}, service {}); incident ({what}) from {from:.0} s to {to:.0} s. \
-             \"Attempts per call\" counts every attempt sent, the first included. Seed {}.",
+             \"Attempts/call\" counts every attempt sent, the first included; \"calls in incident\" \
+             are the calls started during it. Seed {}.",
             c.clients,
             c.call_rate,
             c.duration.as_secs_f64(),
@@ -768,14 +769,14 @@ fn metastable_section(r: &MetastableResult) -> Section {
     let end_window = r.strategies.first().map_or(0.0, |s| s.end_window_s);
     let mut table = Table::new(&[
         "strategy",
-        "goodput before the trigger (calls/s)",
-        "goodput during the trigger",
-        &format!("goodput at the end (last {end_window:.0} s)"),
-        "recovered, s after the trigger",
-        "attempts per call, calls started in the trigger",
-        "attempts per call, calls started after it",
-        "served for callers who had left (% of served)",
-        "dropped unserved, deadline passed",
+        "goodput before trigger (calls/s)",
+        "goodput in trigger",
+        &format!("goodput at end (last {end_window:.0} s)"),
+        "recovered (s after trigger)",
+        "attempts/call, calls in trigger",
+        "attempts/call, calls after",
+        "served for callers gone (% of served)",
+        "dropped: deadline passed",
         "calls refused locally",
         "retries refused",
     ]);
@@ -854,7 +855,8 @@ fn metastable_section(r: &MetastableResult) -> Section {
              service {}, a FIFO queue of {} that serves every request, waited for or not); each \
              attempt times out after {:?}, 3 attempts at most. The trigger: {what} from \
              {from:.0} s to {to:.0} s; the run ends at {:.0} s. Goodput counts calls that \
-             succeeded per second. Seed {}.",
+             succeeded per second; \"attempts/call\" counts every attempt sent, the first \
+             included, for the calls started in (or after) the trigger. Seed {}.",
             c.clients,
             c.call_rate,
             c.load() * 100.0,

@@ -351,6 +351,20 @@ mod tests {
     }
 
     #[test]
+    fn the_files_written_are_one_drawing_in_two_formats() {
+        let dir = std::env::temp_dir().join(format!("steadfast-plot-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let [svg_path, png_path] = draw(&chart(), &dir, "one").unwrap();
+        let svg_text = std::fs::read_to_string(&svg_path).unwrap();
+        // The PNG on disk is exactly the SVG on disk, rendered.
+        assert_eq!(
+            std::fs::read(&png_path).unwrap(),
+            png_from_svg(&svg_text).unwrap()
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn the_png_is_the_svg_rendered_with_the_shipped_font() {
         let text = svg(&chart()).unwrap();
         let png = png_from_svg(&text).unwrap();

@@ -301,6 +301,14 @@ impl MetastableConfig {
         if let IncidentKind::Overload { capacity } = self.trigger.kind {
             check::fraction(SCOPE, "trigger.capacity", capacity)?;
         }
+        if self.trigger.start < self.bucket.saturating_mul(4) {
+            return Err(SimError::config(
+                SCOPE,
+                "trigger",
+                "must start at least 4 buckets of the goodput series (4 s by default) into the run, so there is goodput before it to compare with",
+                self.trigger.start,
+            ));
+        }
         if self.trigger.end() >= self.duration {
             return Err(SimError::config(
                 SCOPE,
