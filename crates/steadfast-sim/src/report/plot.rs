@@ -216,7 +216,14 @@ where
     let whole = |v: &f64| format!("{:.0}", v.round());
     let x_span = xs.end - xs.start;
     let x_ticks = move |v: &f64| tick(*v, x_span);
-    let log_ticks = |v: &f64| tick(*v, v.abs());
+    // Log ticks are powers of ten: whole ones without decimals ("1", not "1.0").
+    let log_ticks = |v: &f64| {
+        if (v - v.round()).abs() < 1e-9 {
+            format!("{v:.0}")
+        } else {
+            tick(*v, v.abs())
+        }
+    };
     let mut mesh = ctx.configure_mesh();
     mesh.x_desc(chart.x_label.as_str())
         .y_desc(chart.y_label.as_str())
