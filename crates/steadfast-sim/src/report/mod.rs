@@ -690,11 +690,19 @@ fn storm_section(r: &StormResult) -> Section {
         c.incident.start.as_secs_f64(),
         c.incident.end().as_secs_f64(),
     );
-    let notes = if has_throttle(r.config.strategies.iter().map(|s| &s.control)) {
-        vec![THROTTLE_NOTE.to_owned()]
-    } else {
-        Vec::new()
-    };
+    let mut notes = Vec::new();
+    if c.incident.kind == IncidentKind::Outage {
+        notes.push(
+            "in a full outage no attempt succeeds until the server is back, so retries rescue \
+             only the calls whose last attempts land after it: they barely change the success \
+             rate and mostly add load (compare the attempts/call columns). For retries that turn \
+             a short overload into a lasting collapse, see the metastable scenario."
+                .to_owned(),
+        );
+    }
+    if has_throttle(r.config.strategies.iter().map(|s| &s.control)) {
+        notes.push(THROTTLE_NOTE.to_owned());
+    }
     Section {
         id: "storm",
         title: "storm: retries during an incident",
