@@ -49,13 +49,15 @@ Simulate many clients retrying against a server, and write a report.
 
 The simulator drives steadfast's real backoff schedules, retry policies and \
 retry controls on virtual time (a run of minutes takes seconds). Scenarios:
-  herd     clients reconnecting after an outage, per jitter strategy
-  storm    a retry storm during an incident, per retry control
-  tail     tail latency, with and without hedged requests
-  breaker  a dependency down for a while, with and without a circuit
-           breaker (takes the storm flags: --clients --rate --duration
-           --capacity --latency --incident-start --outage --backoff)
-  all      every scenario (the default)
+  herd        clients reconnecting after an outage, per jitter strategy
+  storm       a retry storm during an incident, per retry control
+  metastable  a short overload that retries turn into a lasting collapse,
+              and what prevents it (budgets, token bucket, deadlines)
+  tail        tail latency, with and without hedged requests
+  breaker     a dependency down for a while, with and without a circuit
+              breaker (takes the storm flags: --clients --rate --duration
+              --capacity --latency --incident-start --outage --backoff)
+  all         every one of them (the default)
 
 Prints the summary tables and writes SVG and PNG charts and an index.html \
 into --out. Flags not given keep the scenario's built-in defaults; the same \
@@ -65,6 +67,7 @@ const SIMULATE_EXAMPLES: &str = "\
 Examples:
   steadfast simulate
   steadfast simulate herd --clients 5000 --outage 30s --accept-rate 1000
+  steadfast simulate metastable --rate 800 --trigger 5s --overload 0.5
   steadfast simulate storm --rate 500 --capacity 10 --overload 0.3 --out storm-report";
 
 const RUN_ABOUT: &str = "\
@@ -263,6 +266,8 @@ pub enum Scenario {
     Herd,
     /// A retry storm during an incident.
     Storm,
+    /// A short trigger that retries turn into a lasting collapse.
+    Metastable,
     /// Tail latency, with and without hedged requests.
     Tail,
     /// A dependency down for a while, with and without a circuit breaker.
@@ -317,7 +322,7 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "DURATION", value_parser = positive_duration_value)]
     pub outage: Option<Duration>,
 
-    /// herd: connections the server accepts per second once back (default 500).
+    /// herd: connections the server accepts per second once back (default 500), counted per 100 ms when the rate divides by 10, else per second.
     #[arg(long, value_name = "N", help_heading = "Herd", value_parser = clap::value_parser!(u32).range(1..))]
     pub accept_rate: Option<u32>,
 
@@ -333,33 +338,41 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "DURATION", help_heading = "Herd", value_parser = positive_duration_value)]
     pub horizon: Option<Duration>,
 
-    /// storm and tail: calls per second, all clients together (default 2000 for storm, 1000 for tail).
+    /// storm, metastable and tail: calls per second, all clients together (default 2000 for storm, 700 for metastable, 1000 for tail).
     #[arg(long, value_name = "PER_SEC", help_heading = "Storm", value_parser = rate_value)]
     pub rate: Option<f64>,
 
-    /// storm: calls start during this time, then the run lets them finish (default 3m).
+    /// storm and metastable: calls start during this time, then the run lets them finish (default 3m for storm, 2m for metastable).
     #[arg(long, value_name = "DURATION", help_heading = "Storm", value_parser = positive_duration_value)]
     pub duration: Option<Duration>,
 
-    /// storm: requests the server serves at once; its queue holds as many again (default 30).
+    /// storm and metastable: requests the server serves at once (default 30 for storm, 10 for metastable); storm's queue holds as many again, metastable's 200 per slot.
     #[arg(long, value_name = "N", help_heading = "Storm", value_parser = clap::value_parser!(u32).range(1..))]
     pub capacity: Option<u32>,
 
-    /// storm and tail: the server's service time: const:D, exp:MEAN, lognormal:MEDIAN:SIGMA, or a mixture W*D + W*D (default exp:10ms for storm, 0.98*exp:1ms + 0.02*exp:200ms for tail).
+    /// storm, metastable and tail: the server's service time: const:D, exp:MEAN, lognormal:MEDIAN:SIGMA, or a mixture W*D + W*D (default exp:10ms for storm, 0.98*exp:1ms + 0.02*exp:200ms for tail).
     #[arg(long, value_name = "DIST", help_heading = "Storm", value_parser = latency_value)]
     pub latency: Option<steadfast_sim::Latency>,
 
-    /// storm: when the incident starts (default 30s).
+    /// storm and metastable: when the incident (the trigger) starts (default 30s).
     #[arg(long, value_name = "DURATION", help_heading = "Storm", value_parser = parse_duration_value)]
     pub incident_start: Option<Duration>,
 
-    /// storm: make the incident an overload that leaves this fraction of capacity, instead of an outage.
+    /// storm: make the incident an overload that leaves this fraction of capacity, instead of an outage; metastable: the capacity left during the trigger (default 0.3).
     #[arg(long, value_name = "FRACTION", help_heading = "Storm", value_parser = fraction_value)]
     pub overload: Option<f64>,
 
-    /// storm: the backoff every strategy retries with (PRESET[:KEY=VALUE,...], default exponential).
+    /// storm and metastable: the backoff every strategy retries with (PRESET[:KEY=VALUE,...], default exponential).
     #[arg(long, value_name = "SPEC", help_heading = "Storm", value_parser = backoff_value)]
     pub backoff: Option<BackoffSpec>,
+
+    /// metastable: how long the trigger lasts (default 10s).
+    #[arg(long, value_name = "DURATION", help_heading = "Metastable", value_parser = positive_duration_value)]
+    pub trigger: Option<Duration>,
+
+    /// metastable: how long a caller waits for one attempt (default 1s); the deadline strategy's call deadline too.
+    #[arg(long, value_name = "DURATION", help_heading = "Metastable", value_parser = positive_duration_value)]
+    pub attempt_timeout: Option<Duration>,
 
     /// tail: calls made (default 100000).
     #[arg(long, value_name = "N", help_heading = "Tail", value_parser = clap::value_parser!(u32).range(1..))]

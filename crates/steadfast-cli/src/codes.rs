@@ -108,6 +108,21 @@ impl FromStr for CodeSet {
         let mut set = Self::new();
         for item in input.split(',') {
             match item.split_once('-') {
+                Some((low, _)) if low.trim().is_empty() => {
+                    return Err(CodesError::new(
+                        input,
+                        format!(
+                            "{:?} is not an exit code (codes run from 0 to 255; a range is LOW-HIGH)",
+                            item.trim()
+                        ),
+                    ));
+                }
+                Some((_, high)) if high.trim().is_empty() => {
+                    return Err(CodesError::new(
+                        input,
+                        format!("range {:?} has no end (a range is LOW-HIGH)", item.trim()),
+                    ));
+                }
                 Some((low, high)) => {
                     let (low, high) = (parse_code(input, low)?, parse_code(input, high)?);
                     if low > high {
@@ -181,7 +196,8 @@ mod tests {
             ("", "empty"),
             ("1,", "an empty item"),
             ("a", "is not an exit code"),
-            ("-1", "an empty item"),
+            ("-1", "\"-1\" is not an exit code (codes run from 0 to 255"),
+            ("3-", "range \"3-\" has no end"),
             ("1-2-3", "is not an exit code"),
             ("256", "above 255"),
             ("20-10", "runs backwards"),

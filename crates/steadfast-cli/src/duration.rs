@@ -114,6 +114,14 @@ pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
                 "missing unit after a number (ns, us, ms, s, m, h or d)",
             ));
         }
+        if (unit == "e" || unit == "E" || unit == "e-" || unit == "e+")
+            && rest.starts_with(|c: char| c.is_ascii_digit())
+        {
+            return Err(DurationError::new(
+                input,
+                "exponents (1e3) are not supported: write the number out (1000s)",
+            ));
+        }
         let Some(&(_, per_unit)) = UNITS.iter().find(|(name, _)| *name == unit) else {
             return Err(DurationError::new(
                 input,
@@ -279,6 +287,10 @@ mod tests {
             ),
             ("s", "expected a number"),
             ("1x", "unknown unit (use ns, us, ms, s, m, h or d)"),
+            (
+                "1e400s",
+                "exponents (1e3) are not supported: write the number out (1000s)",
+            ),
             ("1 s", "unknown unit (use ns, us, ms, s, m, h or d)"),
             ("-1s", "expected a number"),
             ("1.2.3s", "a number has more than one '.'"),

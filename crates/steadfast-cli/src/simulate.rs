@@ -5,8 +5,11 @@
 use std::io::Write;
 use std::sync::Arc;
 
+use std::time::Duration;
 use steadfast_sim::breaker::BreakerConfig;
+
 use steadfast_sim::herd::HerdConfig;
+use steadfast_sim::metastable::{MetastableConfig, MetastableStrategy};
 use steadfast_sim::storm::{Incident, IncidentKind, StormConfig};
 use steadfast_sim::tail::TailConfig;
 use steadfast_sim::{SimConfig, SimError};
@@ -38,14 +41,7 @@ pub fn config(args: &SimulateArgs) -> Result<SimConfig, SimError> {
             herd.outage = d;
         }
         if let Some(rate) = args.accept_rate {
-            // Accepts per window from accepts per second (at least one).
-            let per_window = (f64::from(rate) * herd.window.as_secs_f64()).round();
-            herd.accepts_per_window = if per_window >= 1.0 {
-                // In range: `rate` is a u32 and the window at most its default.
-                per_window.min(f64::from(u32::MAX)) as u32
-            } else {
-                1
-            };
+            (herd.window, herd.accepts_per_window) = accept_window(rate);
         }
         if let Some(h) = args.horizon {
             herd.horizon = h;
@@ -83,6 +79,9 @@ pub fn config(args: &SimulateArgs) -> Result<SimConfig, SimError> {
             storm.backoff = Arc::new(crate::backoff::build(spec, None)?);
         }
         config.storm = Some(storm);
+    }
+    if matches!(scenario, Scenario::Metastable | Scenario::All) {
+        config.metastable = Some(metastable(args)?);
     }
     if matches!(scenario, Scenario::Breaker | Scenario::All) {
         config.breaker = Some(breaker(args)?);
@@ -138,20 +137,121 @@ fn breaker(args: &SimulateArgs) -> Result<BreakerConfig, SimError> {
     Ok(breaker)
 }
 
+/// The herd's accept window and accepts per window for `rate` accepts per
+/// second, exactly: per 100 ms when the rate divides by 10 (the finer
+/// window shows bursts better), else per whole second.
+fn accept_window(rate: u32) -> (Duration, u32) {
+    if rate.is_multiple_of(10) {
+        (Duration::from_millis(100), rate / 10)
+    } else {
+        (Duration::from_secs(1), rate)
+    }
+}
+
+/// The metastable scenario's configuration from the flags.
+fn metastable(args: &SimulateArgs) -> Result<MetastableConfig, SimError> {
+    let mut m = MetastableConfig::default();
+    if let Some(n) = args.clients {
+        m.clients = n;
+    }
+    if let Some(rate) = args.rate {
+        m.call_rate = rate;
+    }
+    if let Some(d) = args.duration {
+        m.duration = d;
+    }
+    if let Some(n) = args.capacity {
+        // The queue keeps its depth per slot (2 s of work at the default
+        // service time: more than a caller waits).
+        let per_slot = m.server.queue_limit / m.server.concurrency.max(1);
+        m.server.concurrency = n;
+        m.server.queue_limit = n.saturating_mul(per_slot);
+    }
+    if let Some(latency) = &args.latency {
+        m.server.latency = latency.clone();
+    }
+    if let Some(start) = args.incident_start {
+        m.trigger.start = start;
+    }
+    if let Some(length) = args.trigger {
+        m.trigger.length = length;
+    }
+    if let Some(capacity) = args.overload {
+        m.trigger.kind = IncidentKind::Overload { capacity };
+    }
+    if let Some(timeout) = args.attempt_timeout {
+        m.attempt_timeout = timeout;
+        m.strategies = MetastableStrategy::standard(timeout);
+    }
+    if let Some(spec) = &args.backoff {
+        m.backoff = Arc::new(crate::backoff::build(spec, None)?);
+    }
+    Ok(m)
+}
+
+/// The command-line flag behind a configuration field, where there is one.
+fn flag(scope: &str, field: &str) -> Option<&'static str> {
+    Some(match (scope, field) {
+        (_, "clients") => "--clients",
+        (_, "call_rate") => "--rate",
+        (_, "duration") => "--duration",
+        ("herd config", "outage") => "--outage",
+        ("herd config", "accepts_per_window") => "--accept-rate",
+        ("herd config", "base") => "--base",
+        ("herd config", "cap") => "--cap",
+        ("herd config", "horizon") => "--horizon",
+        ("storm config", "incident") => "--incident-start and --outage",
+        ("storm config", "incident.capacity") | ("metastable config", "trigger.capacity") => {
+            "--overload"
+        }
+        ("metastable config", "trigger") => "--incident-start and --trigger",
+        ("metastable config", "attempt_timeout") => "--attempt-timeout",
+        ("tail config", "calls") => "--calls",
+        ("server config", "concurrency" | "queue_limit") => "--capacity",
+        ("latency distribution", _) => "--latency",
+        _ => return None,
+    })
+}
+
+/// The message for a refused setting, in terms of the flags the user typed
+/// (a configuration field with no flag keeps its own name).
+fn message(e: &SimError) -> String {
+    let SimError::Config {
+        scope,
+        field,
+        rule,
+        got,
+    } = e
+    else {
+        return e.to_string();
+    };
+    let Some(name) = flag(scope, field) else {
+        return e.to_string();
+    };
+    // Fields named in the rule become their flags too.
+    let mut rule = (*rule).to_owned();
+    for word in ["duration", "horizon", "base", "window"] {
+        if let Some(f) = flag(scope, word) {
+            rule = rule.replace(&format!("`{word}`"), f);
+        }
+    }
+    format!("invalid value for {name}: {rule} (got {got})")
+}
+
 /// Runs `steadfast simulate`; returns the exit code (2 when a setting is
 /// refused, 1 when the report cannot be written).
 pub fn run(args: &SimulateArgs) -> i32 {
     let config = match config(args).and_then(|c| c.validate().map(|()| c)) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("steadfast: {e}");
+            eprintln!("steadfast: {}", message(&e));
             return exit::USAGE;
         }
     };
     let report = match steadfast_sim::run_all(&config) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("steadfast: {e}");
+            eprintln!("steadfast: {}", message(&e));
             return match e {
                 SimError::Io { .. } | SimError::Plot { .. } => exit::FAILURE,
                 _ => exit::USAGE,

@@ -3,17 +3,15 @@
 //! Events are kept in a priority queue (a radix heap) keyed by `(time in
 //! nanoseconds, sequence number)`: two events at the same instant come out in the order they were
 //! scheduled, so a run depends on nothing but its seed. As events are taken
-//! out, the engine moves a [`VirtualClock`] in manual mode forward with
-//! [`advance_to`](VirtualClock::advance_to), so every core object that reads
-//! an injected clock (time-windowed controls, deadlines) sees simulated time.
+//! out, the engine moves its [`SimClock`] forward, so every core object that
+//! reads an injected clock (time-windowed controls, deadlines, the retry
+//! policy) sees simulated time.
 //!
-//! By default the clock follows every event exactly. Moving a `VirtualClock`
-//! costs a lock and a wake-up call to the kernel, so a scenario whose core
-//! objects only look at time through windows of a second or more (the storm's
-//! retry budgets and throttles) may set a coarser
-//! [`clock_resolution`](Engine::with_clock_resolution): the clock then moves
-//! in whole steps of it (never ahead of the events), while the events
-//! themselves stay exact to the nanosecond.
+//! The [`SimClock`] is one atomic word of nanoseconds shared by its clones:
+//! moving it is one store, reading it one load, with no lock and no wake-up
+//! call (nothing in a simulation sleeps on it). By default it follows every
+//! event exactly; [`with_clock_resolution`](Engine::with_clock_resolution)
+//! makes it move in whole steps instead (never ahead of the events).
 //!
 //! ```
 //! use std::time::Duration;
@@ -32,10 +30,11 @@
 //! assert_eq!(engine.clock().elapsed(), Duration::from_millis(5));
 //! ```
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use steadfast::Rng;
-use steadfast::clock::VirtualClock;
+use steadfast::{Clock, Rng};
 
 /// Nanoseconds since the start of a simulation.
 pub type Nanos = u64;
@@ -61,6 +60,68 @@ pub fn nanos(d: Duration) -> Nanos {
 #[must_use]
 pub fn secs(n: Nanos) -> f64 {
     n as f64 / 1e9
+}
+
+/// The simulation's clock: the time of the event being handled, shared by
+/// every clone (one atomic word; see the [module docs](self)).
+///
+/// Only the [`Engine`] moves it. Nothing in a simulation sleeps, so
+/// [`sleep_blocking`](Clock::sleep_blocking) returns at once without moving
+/// time (the engine's events are the only way time passes).
+///
+/// ```
+/// use steadfast::Clock;
+/// let mut engine = steadfast_sim::engine::Engine::new(0);
+/// let clock = engine.clock().clone();
+/// engine.schedule(2_000, ());
+/// engine.pop();
+/// assert_eq!(clock.now() - clock.start(), std::time::Duration::from_micros(2));
+/// assert_eq!(clock.ticks(), Some(2_000));
+/// ```
+#[derive(Debug, Clone)]
+pub struct SimClock {
+    start: Instant,
+    nanos: Arc<AtomicU64>,
+}
+
+impl SimClock {
+    fn new() -> Self {
+        Self {
+            start: Instant::now(),
+            nanos: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// The instant of virtual time zero.
+    #[must_use]
+    pub fn start(&self) -> Instant {
+        self.start
+    }
+
+    /// Virtual time since [`start`](Self::start).
+    #[must_use]
+    pub fn elapsed(&self) -> Duration {
+        Duration::from_nanos(self.nanos.load(Ordering::Relaxed))
+    }
+
+    #[inline]
+    fn set(&self, at: Nanos) {
+        self.nanos.store(at, Ordering::Relaxed);
+    }
+}
+
+impl Clock for SimClock {
+    #[inline]
+    fn now(&self) -> Instant {
+        self.start + Duration::from_nanos(self.nanos.load(Ordering::Relaxed))
+    }
+
+    fn sleep_blocking(&self, _duration: Duration) {}
+
+    #[inline]
+    fn ticks(&self) -> Option<u64> {
+        Some(self.nanos.load(Ordering::Relaxed))
+    }
 }
 
 /// A monotone priority queue (a radix heap) on unique `u128` keys
@@ -128,7 +189,11 @@ impl<E> RadixQueue<E> {
                     self.occupied |= 1 << (j - 1);
                 }
             }
-            // Keep the emptied allocation for later use.
+            // Keep the emptied allocation for later use, but no more of it
+            // than the queue could need again soon: without a bound, every
+            // one of the 129 buckets could keep room for the largest batch
+            // it ever held.
+            bucket.shrink_to(self.len / 4 + 256);
             self.buckets[i] = bucket;
         }
         let popped = self.buckets[0].pop()?;
@@ -145,7 +210,7 @@ pub struct Engine<E> {
     now: Nanos,
     clock_at: Nanos,
     resolution: Nanos,
-    clock: VirtualClock,
+    clock: SimClock,
     start: Instant,
     rng: Rng,
 }
@@ -161,7 +226,7 @@ impl<E> std::fmt::Debug for Engine<E> {
 }
 
 impl<E> Engine<E> {
-    /// An empty queue at time zero, with a manual [`VirtualClock`] and an
+    /// An empty queue at time zero, with a [`SimClock`] and an
     /// [`Rng`] seeded with `seed`.
     ///
     /// ```
@@ -170,7 +235,7 @@ impl<E> Engine<E> {
     /// ```
     #[must_use]
     pub fn new(seed: u64) -> Self {
-        let clock = VirtualClock::manual();
+        let clock = SimClock::new();
         Self {
             queue: RadixQueue::new(),
             seq: 0,
@@ -236,7 +301,7 @@ impl<E> Engine<E> {
     /// The clock that follows the simulation; give clones of it to the core
     /// objects that need one.
     #[must_use]
-    pub fn clock(&self) -> &VirtualClock {
+    pub fn clock(&self) -> &SimClock {
         &self.clock
     }
 
@@ -286,8 +351,7 @@ impl<E> Engine<E> {
             let shown = at - at % self.resolution;
             if shown > self.clock_at {
                 self.clock_at = shown;
-                self.clock
-                    .advance_to(self.start + Duration::from_nanos(shown));
+                self.clock.set(shown);
             }
         }
         Some((at, event))

@@ -167,11 +167,21 @@ pub(crate) mod check {
     /// work at the simulator's speed).
     pub(crate) const MAX_ATTEMPTS: u64 = 200_000_000;
 
-    /// The most clients (or calls kept in memory at once) a scenario takes.
-    pub(crate) const MAX_CLIENTS: u64 = 10_000_000;
+    /// The most clients a scenario takes: each keeps its own state (schedule,
+    /// policy, control) for the whole run, so this bounds the memory, and a
+    /// herd of this many finishes in about a minute.
+    pub(crate) const MAX_CLIENTS: u64 = 1_000_000;
 
-    /// The most buckets a time series may have.
-    pub(crate) const MAX_BUCKETS: u64 = 10_000_000;
+    /// The most calls one strategy of a scenario may make (a minute or so of
+    /// simulation per strategy). Memory does not grow with them: latencies go
+    /// into a fixed-size histogram and counts into per-bucket series.
+    pub(crate) const MAX_CALLS: u64 = 20_000_000;
+
+    /// The most buckets a time series may have (8 MB per series).
+    pub(crate) const MAX_BUCKETS: u64 = 1_000_000;
+
+    /// The most requests a server may hold at once (in service and queued).
+    pub(crate) const MAX_SERVER_REQUESTS: u64 = 10_000_000;
 
     /// A client count: at least 1, at most [`MAX_CLIENTS`].
     pub(crate) fn clients(scope: &'static str, clients: u32) -> Result<(), SimError> {
@@ -181,8 +191,51 @@ pub(crate) mod check {
             "clients",
             clients.into(),
             MAX_CLIENTS,
-            "must be at most 10,000,000",
+            "must be at most 1,000,000",
         )
+    }
+
+    /// Calls made at `rate` per second for `duration`: at most [`MAX_CALLS`].
+    pub(crate) fn calls(
+        scope: &'static str,
+        field: &'static str,
+        rate: f64,
+        duration: Duration,
+    ) -> Result<(), SimError> {
+        let calls = rate * duration.as_secs_f64();
+        if calls > MAX_CALLS as f64 {
+            return Err(SimError::config(
+                scope,
+                field,
+                "times `duration` must stay at most 20,000,000 calls",
+                calls.round(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A time series over `span` in buckets of `bucket`: at most
+    /// [`MAX_BUCKETS`] buckets. The error names `field` (the span).
+    pub(crate) fn buckets(
+        scope: &'static str,
+        field: &'static str,
+        span: Duration,
+        bucket: Duration,
+    ) -> Result<(), SimError> {
+        let n = span.as_nanos() / bucket.as_nanos().max(1);
+        if n > u128::from(MAX_BUCKETS) {
+            let most = Duration::from_nanos(
+                u64::try_from(bucket.as_nanos().saturating_mul(u128::from(MAX_BUCKETS)))
+                    .unwrap_or(u64::MAX),
+            );
+            return Err(SimError::Config {
+                scope,
+                field,
+                rule: "must be at most 1,000,000 buckets of the time series",
+                got: format!("{span:?}; the most is {most:?}"),
+            });
+        }
+        Ok(())
     }
 
     pub(crate) fn at_most(

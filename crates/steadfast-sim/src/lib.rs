@@ -12,6 +12,8 @@
 //! Scenarios:
 //! - [`herd`]: clients reconnecting after an outage, per jitter strategy;
 //! - [`storm`]: a retry storm during an incident, per retry control;
+//! - [`metastable`]: a short trigger and a collapse that outlives it (a
+//!   metastable failure), per retry strategy;
 //! - [`tail`]: hedged requests against a heavy-tailed latency, per hedging
 //!   delay (the core's `HedgePolicy` and `AdaptiveDelay`);
 //! - [`breaker`]: a dependency down for a while, with and without a circuit
@@ -43,4 +45,4 @@ pub use agreement::Agreement;
 pub use dist::Latency;
 pub use error::SimError;
 pub use report::{Report, Scenario, SimConfig, run_all};
-pub use scenario::{ScenarioResult, StrategyResult, breaker, herd, storm, tail};
+pub use scenario::{ScenarioResult, StrategyResult, breaker, herd, metastable, storm, tail};

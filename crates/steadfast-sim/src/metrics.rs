@@ -1,4 +1,7 @@
-//! Measurements: peak counts in a sliding window, counts over time, percentiles.
+//! Measurements: peak counts in a sliding window, counts over time,
+//! percentiles, each in memory that does not grow with the number of events
+//! (except [`peak_in_window`] and [`percentile`], which take a slice the
+//! caller already holds).
 //!
 //! ```
 //! use steadfast_sim::metrics::{peak_in_window, percentile};
@@ -116,6 +119,156 @@ impl Series {
     }
 }
 
+/// The peak number of events in a sliding window, streamed: events are
+/// counted in steps of 1/100 of the window (a ring of 100 counters), and the
+/// peak is the largest count over any 100 consecutive steps. So it is exact
+/// for windows that start on a step boundary, and never more than one step
+/// away from [`peak_in_window`] of the same events. Memory is fixed,
+/// whatever the number of events.
+///
+/// ```
+/// use steadfast_sim::metrics::SlidingPeak;
+/// let mut p = SlidingPeak::new(100);
+/// for t in [0, 10, 20, 200, 205, 210, 215] {
+///     p.add(t);
+/// }
+/// assert_eq!(p.peak(), 4);
+/// ```
+#[derive(Debug, Clone)]
+pub struct SlidingPeak {
+    step: Nanos,
+    slots: Vec<u64>,
+    /// The step of the newest event counted.
+    newest: u64,
+    sum: u64,
+    peak: u64,
+}
+
+impl SlidingPeak {
+    /// A peak over windows `width` nanoseconds wide (at least 1).
+    #[must_use]
+    pub fn new(width: Nanos) -> Self {
+        let width = width.max(1);
+        let steps = width.min(100);
+        Self {
+            step: width / steps,
+            slots: vec![0; usize::try_from(steps).unwrap_or(100)],
+            newest: 0,
+            sum: 0,
+            peak: 0,
+        }
+    }
+
+    /// Counts an event at time `at` (times must not go back).
+    #[inline]
+    pub fn add(&mut self, at: Nanos) {
+        let step = at / self.step;
+        let n = self.slots.len() as u64;
+        if step > self.newest {
+            if step - self.newest >= n {
+                self.slots.fill(0);
+                self.sum = 0;
+            } else {
+                for s in self.newest + 1..=step {
+                    let slot = &mut self.slots[(s % n) as usize];
+                    self.sum -= *slot;
+                    *slot = 0;
+                }
+            }
+            self.newest = step;
+        }
+        self.slots[(step % n) as usize] += 1;
+        self.sum += 1;
+        self.peak = self.peak.max(self.sum);
+    }
+
+    /// The peak so far.
+    #[must_use]
+    pub fn peak(&self) -> u64 {
+        self.peak
+    }
+}
+
+/// Latencies in a fixed-size HDR histogram (3 significant digits, from 1 ns
+/// to about 10 days; longer values are counted at the top): quantiles with a
+/// relative error below 0.1 %, and an exact count and mean, in memory that
+/// does not depend on how many latencies are recorded.
+///
+/// ```
+/// use steadfast_sim::metrics::LatencyHistogram;
+/// let mut h = LatencyHistogram::new();
+/// for ns in 1..=1000 {
+///     h.record(ns * 1_000);
+/// }
+/// assert_eq!(h.len(), 1000);
+/// let p99 = h.quantile(0.99).unwrap();
+/// assert!(p99.abs_diff(990_000) <= 990); // within 0.1 %
+/// assert_eq!(h.mean(), Some(500_500.0));
+/// assert_eq!(LatencyHistogram::new().quantile(0.5), None);
+/// ```
+#[derive(Debug, Clone)]
+pub struct LatencyHistogram {
+    histogram: hdrhistogram::Histogram<u64>,
+    sum: u128,
+}
+
+impl Default for LatencyHistogram {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LatencyHistogram {
+    /// The highest value told apart (about 10 days, in nanoseconds).
+    const HIGH: u64 = 864_000_000_000_000;
+
+    /// An empty histogram.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            // The bounds are constants that hdrhistogram accepts (low 1,
+            // high >= 2, 3 digits), so this cannot fail.
+            histogram: hdrhistogram::Histogram::new_with_bounds(1, Self::HIGH, 3)
+                .unwrap_or_else(|_| unreachable!("constant bounds are valid")),
+            sum: 0,
+        }
+    }
+
+    /// Records one latency in nanoseconds.
+    #[inline]
+    pub fn record(&mut self, nanos: Nanos) {
+        self.histogram.saturating_record(nanos.min(Self::HIGH));
+        self.sum += u128::from(nanos);
+    }
+
+    /// Latencies recorded.
+    #[must_use]
+    pub fn len(&self) -> u64 {
+        self.histogram.len()
+    }
+
+    /// Whether nothing was recorded.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.histogram.is_empty()
+    }
+
+    /// The `q`-quantile (0..=1), `None` when empty or `q` is NaN.
+    #[must_use]
+    pub fn quantile(&self, q: f64) -> Option<Nanos> {
+        if self.is_empty() || q.is_nan() {
+            return None;
+        }
+        Some(self.histogram.value_at_quantile(q.clamp(0.0, 1.0)))
+    }
+
+    /// The exact mean in nanoseconds, `None` when empty.
+    #[must_use]
+    pub fn mean(&self) -> Option<f64> {
+        (!self.is_empty()).then(|| self.sum as f64 / self.len() as f64)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,6 +280,26 @@ mod tests {
         assert_eq!(peak_in_window(&[0, 100, 200], 100), 1);
         assert_eq!(peak_in_window(&[], 100), 0);
         assert_eq!(peak_in_window(&[1, 2, 3], 0), 0);
+    }
+
+    #[test]
+    fn streamed_peak_is_within_one_step_of_the_exact_one() {
+        let mut rng = steadfast::Rng::with_seed(3);
+        let mut t = 0u64;
+        let mut times = Vec::new();
+        let mut streamed = SlidingPeak::new(1_000);
+        let mut wider = SlidingPeak::new(1_010);
+        for _ in 0..20_000 {
+            t += rng.next_u64() % 40;
+            times.push(t);
+            streamed.add(t);
+            wider.add(t);
+        }
+        let exact = peak_in_window(&times, 1_000);
+        // Step-aligned windows are a subset of all windows, and every window
+        // lies inside a step-aligned one a step wider.
+        assert!(streamed.peak() <= exact, "{} > {exact}", streamed.peak());
+        assert!(wider.peak() >= exact, "{} < {exact}", wider.peak());
     }
 
     #[test]

@@ -90,6 +90,13 @@ impl ServerConfig {
             1,
             "must be at least 1",
         )?;
+        check::at_most(
+            "server config",
+            "queue_limit",
+            u64::from(self.concurrency) + u64::from(self.queue_limit),
+            check::MAX_SERVER_REQUESTS,
+            "plus `concurrency` must be at most 10,000,000 (requests held at once)",
+        )?;
         self.latency.validate()
     }
 
@@ -169,15 +176,50 @@ impl<R> Server<R> {
     /// request (if the capacity allows) starts, returned with its service time.
     #[inline]
     pub fn finish(&mut self, rng: &mut Rng) -> Option<(R, Nanos)> {
-        self.busy = self.busy.saturating_sub(1);
-        self.start_next(rng)
+        self.finish_where(rng, |_| true)
     }
 
-    fn start_next(&mut self, rng: &mut Rng) -> Option<(R, Nanos)> {
-        if self.busy < self.capacity {
+    /// [`finish`](Self::finish) for a server that looks at a request before
+    /// it starts it: queued requests for which `keep` says `false` (for
+    /// example, whose propagated deadline has passed) are dropped without
+    /// being served, and the next one is looked at.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::Rng;
+    /// use steadfast_sim::server::{Arrival, Server, ServerConfig};
+    /// let config = ServerConfig { concurrency: 1, queue_limit: 5, latency: "const:1ms".parse()? };
+    /// let mut server = Server::new(&config)?;
+    /// let mut rng = Rng::with_seed(0);
+    /// for request in [1, 2, 3] {
+    ///     server.arrive(request, &mut rng);
+    /// }
+    /// // 1 completes; 2 is no longer wanted, so 3 starts.
+    /// assert_eq!(server.finish_where(&mut rng, |&r| r != 2), Some((3, 1_000_000)));
+    /// # Ok::<(), steadfast_sim::SimError>(())
+    /// ```
+    #[inline]
+    pub fn finish_where(
+        &mut self,
+        rng: &mut Rng,
+        keep: impl FnMut(&R) -> bool,
+    ) -> Option<(R, Nanos)> {
+        self.busy = self.busy.saturating_sub(1);
+        self.start_next(rng, keep)
+    }
+
+    #[inline]
+    fn start_next(
+        &mut self,
+        rng: &mut Rng,
+        mut keep: impl FnMut(&R) -> bool,
+    ) -> Option<(R, Nanos)> {
+        while self.busy < self.capacity {
             let next = self.queue.pop_front()?;
-            self.busy += 1;
-            return Some((next, self.latency.sample_nanos(rng)));
+            if keep(&next) {
+                self.busy += 1;
+                return Some((next, self.latency.sample_nanos(rng)));
+            }
         }
         None
     }
@@ -199,6 +241,18 @@ impl<R> Server<R> {
     /// # Ok::<(), steadfast_sim::SimError>(())
     /// ```
     pub fn set_capacity(&mut self, fraction: f64, rng: &mut Rng) -> Vec<(R, Nanos)> {
+        self.set_capacity_where(fraction, rng, |_| true)
+    }
+
+    /// [`set_capacity`](Self::set_capacity), dropping the queued requests
+    /// for which `keep` says `false` instead of starting them (see
+    /// [`finish_where`](Self::finish_where)).
+    pub fn set_capacity_where(
+        &mut self,
+        fraction: f64,
+        rng: &mut Rng,
+        mut keep: impl FnMut(&R) -> bool,
+    ) -> Vec<(R, Nanos)> {
         let fraction = if fraction.is_nan() {
             0.0
         } else {
@@ -206,7 +260,7 @@ impl<R> Server<R> {
         };
         let slots = (f64::from(self.full_capacity) * fraction).ceil() as u32;
         self.capacity = if fraction > 0.0 { slots.max(1) } else { 0 };
-        std::iter::from_fn(|| self.start_next(rng)).collect()
+        std::iter::from_fn(|| self.start_next(rng, &mut keep)).collect()
     }
 
     /// Takes the server down (every arrival is rejected; queued requests are

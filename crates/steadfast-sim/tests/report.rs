@@ -25,8 +25,21 @@ fn report_folder_holds_valid_svg_png_and_an_index() {
         .iter()
         .filter(|f| f.extension().is_some_and(|e| e == "png"))
         .collect();
-    assert_eq!(svgs.len(), 5);
-    assert_eq!(pngs.len(), 5);
+    assert_eq!(svgs.len(), pngs.len());
+    for stem in [
+        "herd_attempts",
+        "herd_connected",
+        "storm_attempts",
+        "storm_success",
+        "metastable_goodput",
+        "metastable_attempts",
+        "tail_latency",
+    ] {
+        assert!(
+            svgs.iter().any(|p| p.ends_with(format!("{stem}.svg"))),
+            "{stem}"
+        );
+    }
     for svg in &svgs {
         let text = std::fs::read_to_string(svg).unwrap();
         let doc =
@@ -73,6 +86,18 @@ fn report_folder_holds_valid_svg_png_and_an_index() {
     assert!(index.contains("Brooker"));
     assert!(index.contains("Site Reliability Engineering"));
     assert!(index.contains("The Tail at Scale"));
+    assert!(index.contains("Metastable Failures in the Wild"));
+    // Every figure has a caption that says what to look at, not its title.
+    assert_eq!(
+        index.matches("<figcaption>").count(),
+        svgs.len(),
+        "one caption per chart"
+    );
+    assert!(index.contains("Shaded: the trigger"));
+    assert!(
+        index.contains("2-minute window"),
+        "the throttle's slow recovery is explained"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -83,7 +108,9 @@ fn summary_has_a_table_per_scenario_and_the_verdicts() {
     assert!(text.contains("== herd"));
     assert!(text.contains("== storm"));
     assert!(text.contains("== tail"));
+    assert!(text.contains("== metastable"));
     for name in [
+        "3 attempts + deadline",
         "no jitter",
         "full jitter",
         "gRPC connection backoff",

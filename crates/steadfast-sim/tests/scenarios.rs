@@ -156,7 +156,7 @@ fn bad_input_is_an_error_not_a_panic() {
             .validate(),
         ),
         (
-            "window",
+            "horizon",
             HerdConfig {
                 window: Duration::from_nanos(1),
                 ..herd.clone()
@@ -331,4 +331,61 @@ fn tail_bad_hedging_settings_are_core_errors() {
             ..
         })
     ));
+}
+
+#[test]
+fn sizes_that_cannot_finish_are_refused_up_front_naming_the_field_and_limit() {
+    use steadfast_sim::SimError;
+    use steadfast_sim::herd::HerdConfig;
+    use steadfast_sim::storm::StormConfig;
+    use steadfast_sim::tail::TailConfig;
+    let refused = |r: Result<(), SimError>, want: &str, limit: &str| match r {
+        Err(e @ SimError::Config { .. }) => {
+            let text = e.to_string();
+            assert!(text.contains(&format!("`{want}`")), "{text}");
+            assert!(text.contains(limit), "{text}");
+        }
+        other => panic!("{want}: {other:?}"),
+    };
+    refused(
+        TailConfig {
+            calls: u32::MAX,
+            ..TailConfig::default()
+        }
+        .validate(),
+        "calls",
+        "20,000,000",
+    );
+    refused(
+        HerdConfig {
+            clients: 10_000_000,
+            ..HerdConfig::default()
+        }
+        .validate(),
+        "clients",
+        "1,000,000",
+    );
+    refused(
+        HerdConfig {
+            horizon: Duration::from_secs(99_999_999_999 * 3600),
+            ..HerdConfig::default()
+        }
+        .validate(),
+        "horizon",
+        "1,000,000 buckets",
+    );
+    refused(
+        StormConfig {
+            call_rate: 1e6,
+            duration: Duration::from_secs(3600),
+            ..StormConfig::default()
+        }
+        .validate(),
+        "call_rate",
+        "20,000,000 calls",
+    );
+    let mut storm = StormConfig::default();
+    storm.server.concurrency = u32::MAX;
+    storm.server.queue_limit = u32::MAX;
+    refused(storm.validate(), "queue_limit", "10,000,000");
 }

@@ -1,6 +1,6 @@
 //! The `breaker` scenario's section of the report.
 
-use super::plot::{Chart, Line};
+use super::plot::{Chart, Line, Shade};
 use super::table::Table;
 use super::{Section, fmt_opt_secs};
 use crate::breaker::BreakerResult;
@@ -38,7 +38,13 @@ pub(super) fn section(r: &BreakerResult) -> Section {
             format!("{:.1} %", s.success_rate * 100.0),
         ]);
     }
-    let shade = Some((c.outage_start.as_secs_f64(), c.outage_end().as_secs_f64()));
+    let shade = || {
+        Some(Shade {
+            from: c.outage_start.as_secs_f64(),
+            to: c.outage_end().as_secs_f64(),
+            label: "server down".to_owned(),
+        })
+    };
     let attempts = r
         .strategies
         .iter()
@@ -91,31 +97,41 @@ pub(super) fn section(r: &BreakerResult) -> Section {
         ),
         table,
         agreement: r.agreement.clone(),
+        notes: Vec::new(),
         charts: vec![
             (
                 "breaker_attempts".to_owned(),
                 Chart {
                     title: "Attempts sent to the server per second".to_owned(),
+                    caption: "Inside the shaded outage, the lines with a breaker fall to a \
+                              trickle of probes while the one without keeps sending every \
+                              retry; at the end of the shading, look at the first second back: \
+                              the load the recovering server gets."
+                        .to_owned(),
                     x_label: "time (s)".to_owned(),
                     y_label: "attempts/s".to_owned(),
                     lines: attempts,
-                    shade,
+                    shade: shade(),
                     log_y: false,
+                    integer_y: true,
                     x_max: None,
-                    legend_low: false,
                 },
             ),
             (
                 "breaker_success".to_owned(),
                 Chart {
                     title: "Calls that succeeded, by start time".to_owned(),
+                    caption: "After the shaded outage, the line without a breaker is back at \
+                              once; the lines with one lag until each client's next probe \
+                              closes its breaker: what the breaker costs."
+                        .to_owned(),
                     x_label: "time (s)".to_owned(),
                     y_label: "success (%)".to_owned(),
                     lines: success,
-                    shade,
+                    shade: shade(),
                     log_y: false,
+                    integer_y: false,
                     x_max: None,
-                    legend_low: true,
                 },
             ),
         ],

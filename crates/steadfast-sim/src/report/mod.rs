@@ -15,14 +15,15 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use self::plot::{Chart, Line};
+use self::plot::{Chart, Line, Shade};
 use self::table::{Table, escape};
 use crate::breaker::{BreakerConfig, BreakerResult};
 use crate::engine::{nanos, secs};
 use crate::herd::{HerdConfig, HerdResult};
+use crate::metastable::{MetastableConfig, MetastableResult};
 use crate::storm::{IncidentKind, StormConfig, StormResult};
 use crate::tail::{TailConfig, TailResult};
-use crate::{Agreement, SimError, breaker, herd, storm, tail};
+use crate::{Agreement, SimError, breaker, herd, metastable, storm, tail};
 
 /// A scenario, by name: what the CLI's `steadfast simulate <scenario>` selects.
 ///
@@ -40,6 +41,8 @@ pub enum Scenario {
     Herd,
     /// [`storm`]: retries during an incident.
     Storm,
+    /// [`metastable`]: a short trigger and a collapse that outlives it.
+    Metastable,
     /// [`tail`]: hedging against a heavy-tailed latency.
     Tail,
     /// [`breaker`]: a dependency down for a while, with and without a
@@ -49,7 +52,13 @@ pub enum Scenario {
 
 impl Scenario {
     /// Every scenario, in report order.
-    pub const ALL: [Self; 4] = [Self::Herd, Self::Storm, Self::Tail, Self::Breaker];
+    pub const ALL: [Self; 5] = [
+        Self::Herd,
+        Self::Storm,
+        Self::Metastable,
+        Self::Tail,
+        Self::Breaker,
+    ];
 
     /// The scenario's name.
     ///
@@ -61,6 +70,7 @@ impl Scenario {
         match self {
             Self::Herd => "herd",
             Self::Storm => "storm",
+            Self::Metastable => "metastable",
             Self::Tail => "tail",
             Self::Breaker => "breaker",
         }
@@ -84,7 +94,7 @@ impl std::str::FromStr for Scenario {
                 SimError::config(
                     "scenario",
                     "name",
-                    "must be one of herd, storm, tail, breaker",
+                    "must be one of herd, storm, metastable, tail, breaker",
                     s,
                 )
             })
@@ -107,6 +117,8 @@ pub struct SimConfig {
     pub herd: Option<HerdConfig>,
     /// The `storm` scenario.
     pub storm: Option<StormConfig>,
+    /// The `metastable` scenario.
+    pub metastable: Option<MetastableConfig>,
     /// The `tail` scenario.
     pub tail: Option<TailConfig>,
     /// The `breaker` scenario.
@@ -118,6 +130,7 @@ impl Default for SimConfig {
         Self {
             herd: Some(HerdConfig::default()),
             storm: Some(StormConfig::default()),
+            metastable: Some(MetastableConfig::default()),
             tail: Some(TailConfig::default()),
             breaker: Some(BreakerConfig::default()),
         }
@@ -137,6 +150,7 @@ impl SimConfig {
         Self {
             herd: None,
             storm: None,
+            metastable: None,
             tail: None,
             breaker: None,
         }
@@ -154,6 +168,7 @@ impl SimConfig {
             match s {
                 Scenario::Herd => config.herd = Some(HerdConfig::default()),
                 Scenario::Storm => config.storm = Some(StormConfig::default()),
+                Scenario::Metastable => config.metastable = Some(MetastableConfig::default()),
                 Scenario::Tail => config.tail = Some(TailConfig::default()),
                 Scenario::Breaker => config.breaker = Some(BreakerConfig::default()),
             }
@@ -170,6 +185,9 @@ impl SimConfig {
         }
         if let Some(s) = &mut self.storm {
             s.seed = seed;
+        }
+        if let Some(m) = &mut self.metastable {
+            m.seed = seed;
         }
         if let Some(t) = &mut self.tail {
             t.seed = seed;
@@ -198,6 +216,9 @@ impl SimConfig {
         }
         if let Some(s) = &self.storm {
             s.validate()?;
+        }
+        if let Some(m) = &self.metastable {
+            m.validate()?;
         }
         if let Some(t) = &self.tail {
             t.validate()?;
@@ -233,6 +254,11 @@ pub fn run_all(config: &SimConfig) -> Result<Report, SimError> {
     Ok(Report {
         herd: config.herd.as_ref().map(herd::run).transpose()?,
         storm: config.storm.as_ref().map(storm::run).transpose()?,
+        metastable: config
+            .metastable
+            .as_ref()
+            .map(metastable::run)
+            .transpose()?,
         tail: config.tail.as_ref().map(tail::run).transpose()?,
         breaker: config.breaker.as_ref().map(breaker::run).transpose()?,
     })
@@ -251,6 +277,8 @@ pub struct Report {
     pub herd: Option<HerdResult>,
     /// The `storm` scenario's result, if it ran.
     pub storm: Option<StormResult>,
+    /// The `metastable` scenario's result, if it ran.
+    pub metastable: Option<MetastableResult>,
     /// The `tail` scenario's result, if it ran.
     pub tail: Option<TailResult>,
     /// The `breaker` scenario's result, if it ran.
@@ -267,6 +295,8 @@ struct Section {
     about: String,
     table: Table,
     agreement: Option<Agreement>,
+    /// Remarks a reader needs to read the numbers right.
+    notes: Vec<String>,
     charts: Vec<(String, Chart)>,
 }
 
@@ -278,6 +308,9 @@ impl Report {
         }
         if let Some(s) = &self.storm {
             out.push(storm_section(s));
+        }
+        if let Some(m) = &self.metastable {
+            out.push(metastable_section(m));
         }
         if let Some(t) = &self.tail {
             out.push(tail_section(t));
@@ -304,6 +337,9 @@ impl Report {
             out.push_str(&s.table.to_text());
             if let Some(a) = &s.agreement {
                 let _ = writeln!(out, "\n{a}");
+            }
+            for note in &s.notes {
+                let _ = writeln!(out, "\nNote: {note}");
             }
             out.push('\n');
         }
@@ -350,13 +386,16 @@ impl Report {
                 );
             }
             html.push_str(&s.table.to_html());
+            for note in &s.notes {
+                let _ = writeln!(html, "<p class=\"note\">{}</p>", escape(note));
+            }
             for (stem, chart) in &s.charts {
                 let [svg, png] = plot::draw(chart, dir, stem)?;
                 let _ = writeln!(
                     html,
                     "<figure><img src=\"{stem}.svg\" alt=\"{}\"><figcaption>{} (<a href=\"{stem}.png\">PNG</a>)</figcaption></figure>",
                     escape(&chart.title),
-                    escape(&chart.title)
+                    escape(&chart.caption)
                 );
                 written.push(svg);
                 written.push(png);
@@ -388,6 +427,8 @@ figure { margin: 1em 0; }
 img { max-width: 100%; }
 .agree { border-left: 5px solid #2c2; padding-left: 10px; }
 .disagree { border-left: 5px solid #d22; padding-left: 10px; }
+.note { background: #f6f6f6; padding: 6px 10px; }
+figcaption { color: #444; }
 </style>
 </head>
 <body>
@@ -395,16 +436,56 @@ img { max-width: 100%; }
 <p>Real steadfast schedules, retry policies and controls, driven on virtual time by a discrete-event simulator.</p>
 ";
 
+fn shade(from: f64, to: f64, label: impl Into<String>) -> Option<Shade> {
+    Some(Shade {
+        from,
+        to,
+        label: label.into(),
+    })
+}
+
+/// `a / b` as "N.Nx", or what it means when `b` is zero.
+fn times(a: f64, b: f64) -> String {
+    if b > 0.0 && a.is_finite() {
+        format!("{:.2}x", a / b)
+    } else if a == 0.0 {
+        "none".to_owned()
+    } else {
+        "n/a".to_owned()
+    }
+}
+
+/// One line per series of counts: `(time at the start of bucket i, count * scale)`.
+fn series_line(name: &str, series: &crate::metrics::Series, scale: f64) -> Line {
+    let width = secs(series.bucket());
+    Line {
+        name: name.to_owned(),
+        points: series
+            .counts()
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| (i as f64 * width, n as f64 * scale))
+            .collect(),
+    }
+}
+
+/// The note shown wherever client-side adaptive throttling is compared.
+const THROTTLE_NOTE: &str = "client-side adaptive throttling counts requests and accepts over a \
+    2-minute window, as the SRE book specifies, so after the server is back it keeps refusing \
+    calls until the failures of the incident age out of that window: its slow recovery here is \
+    that design at work, not a bug, and no advice against the throttle (with a shorter window \
+    it recovers sooner, at the cost of reacting to shorter blips).";
+
 fn herd_section(h: &HerdResult) -> Section {
     let c = &h.config;
     let window_ms = c.window.as_secs_f64() * 1e3;
     let mut table = Table::new(&[
         "strategy",
         "attempts",
-        "while down",
-        &format!("peak/{window_ms:.0}ms after recovery"),
-        "peak overall",
-        "all connected (s)",
+        "attempts while down",
+        &format!("peak per {window_ms:.0} ms once back"),
+        &format!("peak per {window_ms:.0} ms, whole run"),
+        "all connected after (s)",
         "gave up",
     ]);
     for s in &h.strategies {
@@ -414,26 +495,17 @@ fn herd_section(h: &HerdResult) -> Section {
             s.attempts_while_down.to_string(),
             s.peak_per_window.to_string(),
             s.peak_per_window_overall.to_string(),
-            fmt_opt_secs(s.all_connected_after_s),
+            s.all_connected_after_s.map_or_else(
+                || format!("not all ({} of {})", s.connected, c.clients),
+                |t| format!("{t:.1}"),
+            ),
             s.gave_up.to_string(),
         ]);
     }
     let lines = h
         .strategies
         .iter()
-        .map(|s| {
-            let width = secs(s.attempts_per_window.bucket());
-            Line {
-                name: s.name.clone(),
-                points: s
-                    .attempts_per_window
-                    .counts()
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &n)| (i as f64 * width, n as f64))
-                    .collect(),
-            }
-        })
+        .map(|s| series_line(&s.name, &s.attempts_per_window, 1.0))
         .collect();
     let end = h
         .strategies
@@ -442,22 +514,23 @@ fn herd_section(h: &HerdResult) -> Section {
             s.connected_per_window.counts().len() as f64 * secs(s.connected_per_window.bucket())
         })
         .fold(0.0, f64::max);
-    let connected = h
+    let connected: Vec<Line> = h
         .strategies
         .iter()
         .map(|s| {
             let width = secs(s.connected_per_window.bucket());
             let mut total = 0u64;
-            let mut points: Vec<(f64, f64)> = s
-                .connected_per_window
-                .counts()
-                .iter()
-                .enumerate()
-                .map(|(i, &n)| {
-                    total += n;
-                    ((i + 1) as f64 * width, total as f64)
-                })
-                .collect();
+            let mut points: Vec<(f64, f64)> = vec![(0.0, 0.0)];
+            points.extend(
+                s.connected_per_window
+                    .counts()
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &n)| {
+                        total += n;
+                        ((i + 1) as f64 * width, total as f64)
+                    }),
+            );
             points.push((end, total as f64));
             Line {
                 name: s.name.clone(),
@@ -466,51 +539,98 @@ fn herd_section(h: &HerdResult) -> Section {
         })
         .collect();
     let zoom = herd_zoom(h);
+    let outage = c.outage.as_secs_f64();
+    let down = shade(0.0, outage, "outage: every connection refused");
+    let slowest = h
+        .strategies
+        .iter()
+        .max_by(|a, b| {
+            a.all_connected_after_s
+                .unwrap_or(f64::INFINITY)
+                .total_cmp(&b.all_connected_after_s.unwrap_or(f64::INFINITY))
+        })
+        .map_or_else(String::new, |s| s.name.clone());
+    let mut charts = vec![
+        (
+            "herd_attempts".to_owned(),
+            Chart {
+                title: format!("Connection attempts per {window_ms:.0} ms"),
+                caption: format!(
+                    "Connection attempts per {window_ms:.0} ms, one line per strategy, over the \
+                     first {zoom:.0} s. Shaded: the outage. Look at the spikes once the server is \
+                     back: without jitter the clients retry in lockstep, so the whole herd \
+                     arrives at once at every backoff step; with jitter the attempts spread out \
+                     and the peak is a fraction of it."
+                ),
+                x_label: "time (s)".to_owned(),
+                y_label: format!("attempts per {window_ms:.0} ms"),
+                lines,
+                shade: down.clone(),
+                log_y: false,
+                integer_y: true,
+                x_max: Some(zoom),
+            },
+        ),
+        (
+            "herd_connected".to_owned(),
+            Chart {
+                title: format!("Clients connected, first {zoom:.0} s"),
+                caption: format!(
+                    "Clients connected over the first {zoom:.0} s (the part where the \
+                     strategies differ most). The earlier and steeper a line climbs to {} \
+                     clients, the sooner the herd was served; a line that stays flat is waiting \
+                     out long synchronized backoff steps.",
+                    c.clients
+                ),
+                x_label: "time (s)".to_owned(),
+                y_label: "clients connected".to_owned(),
+                lines: connected.clone(),
+                shade: down.clone(),
+                log_y: false,
+                integer_y: true,
+                x_max: Some(zoom),
+            },
+        ),
+    ];
+    if end > zoom * 1.05 {
+        charts.push((
+            "herd_connected_all".to_owned(),
+            Chart {
+                title: "Clients connected, whole run".to_owned(),
+                caption: format!(
+                    "The same, over the whole run ({end:.0} s), to show the slowest strategy \
+                     ({slowest}) to its end."
+                ),
+                x_label: "time (s)".to_owned(),
+                y_label: "clients connected".to_owned(),
+                lines: connected,
+                shade: down,
+                log_y: false,
+                integer_y: true,
+                x_max: None,
+            },
+        ));
+    }
     Section {
         id: "herd",
         title: "herd: reconnecting after an outage",
         about: format!(
             "{} clients lose their connection at t = 0; the server refuses connections for {:.1} s, \
-             then accepts {} per {window_ms:.0} ms. Seed {}.",
+             then accepts {} per {window_ms:.0} ms ({:.0} per second). Seed {}.",
             c.clients,
-            c.outage.as_secs_f64(),
+            outage,
             c.accepts_per_window,
+            f64::from(c.accepts_per_window) / c.window.as_secs_f64(),
             c.seed
         ),
         table,
         agreement: h.agreement.clone(),
-        charts: vec![
-            (
-                "herd_attempts".to_owned(),
-                Chart {
-                    title: format!("Connection attempts per {window_ms:.0} ms"),
-                    x_label: "time (s)".to_owned(),
-                    y_label: "attempts".to_owned(),
-                    lines,
-                    shade: Some((0.0, c.outage.as_secs_f64())),
-                    log_y: false,
-                    x_max: Some(zoom),
-                    legend_low: false,
-                },
-            ),
-            (
-                "herd_connected".to_owned(),
-                Chart {
-                    title: "Clients connected".to_owned(),
-                    x_label: "time (s)".to_owned(),
-                    y_label: "clients".to_owned(),
-                    lines: connected,
-                    shade: Some((0.0, c.outage.as_secs_f64())),
-                    log_y: false,
-                    x_max: None,
-                    legend_low: true, // the lines climb to the top left
-                },
-            ),
-        ],
+        notes: Vec::new(),
+        charts,
     }
 }
 
-/// Where the attempts chart stops: past the second-slowest strategy's
+/// Where the zoomed herd charts stop: past the second-slowest strategy's
 /// completion (the slowest, usually no jitter, would squash the others),
 /// and never before 10 s after the outage.
 fn herd_zoom(h: &HerdResult) -> f64 {
@@ -531,17 +651,33 @@ fn herd_zoom(h: &HerdResult) -> f64 {
     (pick * 1.2).max(h.config.outage.as_secs_f64() + 10.0)
 }
 
+fn incident_text(kind: IncidentKind) -> String {
+    match kind {
+        IncidentKind::Outage => "outage".to_owned(),
+        IncidentKind::Overload { capacity } => {
+            format!("capacity down to {:.0} %", capacity * 100.0)
+        }
+    }
+}
+
+fn has_throttle<'a>(controls: impl IntoIterator<Item = &'a storm::StormControl>) -> bool {
+    controls
+        .into_iter()
+        .any(|c| matches!(c, storm::StormControl::AdaptiveThrottle { .. }))
+}
+
 fn storm_section(r: &StormResult) -> Section {
     let c = &r.config;
     let mut table = Table::new(&[
         "strategy",
         "calls",
         "attempts",
-        "amplification",
-        "success",
-        "success in incident",
-        "recovery (s)",
-        "refused locally",
+        "attempts/call, whole run",
+        "attempts/call, calls in incident",
+        "success, all calls",
+        "success, calls in incident",
+        "recovered (s after incident)",
+        "calls refused locally",
         "retries refused",
     ]);
     for s in &r.strategies {
@@ -549,6 +685,7 @@ fn storm_section(r: &StormResult) -> Section {
             s.name.clone(),
             s.calls.to_string(),
             s.attempts.to_string(),
+            times(s.attempts as f64, s.calls as f64),
             format!("{:.2}x", s.amplification),
             format!("{:.1} %", s.success_rate * 100.0),
             format!("{:.1} %", s.incident_success_rate * 100.0),
@@ -562,16 +699,7 @@ fn storm_section(r: &StormResult) -> Section {
     let attempts = r
         .strategies
         .iter()
-        .map(|s| Line {
-            name: s.name.clone(),
-            points: s
-                .attempts_per_bucket
-                .counts()
-                .iter()
-                .enumerate()
-                .map(|(i, &n)| (i as f64 * width, n as f64 * per_sec))
-                .collect(),
-        })
+        .map(|s| series_line(&s.name, &s.attempts_per_bucket, per_sec))
         .collect();
     let success = r
         .strategies
@@ -586,22 +714,32 @@ fn storm_section(r: &StormResult) -> Section {
                 .collect(),
         })
         .collect();
-    let shade = Some((
+    let what = incident_text(c.incident.kind);
+    let (from, to) = (
         c.incident.start.as_secs_f64(),
         c.incident.end().as_secs_f64(),
-    ));
-    let incident = match c.incident.kind {
-        IncidentKind::Outage => "an outage".to_owned(),
-        IncidentKind::Overload { capacity } => {
-            format!("an overload (capacity down to {:.0} %)", capacity * 100.0)
-        }
-    };
+    );
+    let mut notes = Vec::new();
+    if c.incident.kind == IncidentKind::Outage {
+        notes.push(
+            "in a full outage no attempt succeeds until the server is back, so retries rescue \
+             only the calls whose last attempts land after it: they barely change the success \
+             rate and mostly add load (compare the attempts/call columns). For retries that turn \
+             a short overload into a lasting collapse, see the metastable scenario."
+                .to_owned(),
+        );
+    }
+    if has_throttle(r.config.strategies.iter().map(|s| &s.control)) {
+        notes.push(THROTTLE_NOTE.to_owned());
+    }
     Section {
         id: "storm",
         title: "storm: retries during an incident",
         about: format!(
             "{} clients make {:.0} calls/s for {:.0} s against a server of about {:.0} requests/s \
-             ({} slots, queue {}, service {}); {incident} from {:.0} s to {:.0} s. Seed {}.",
+             ({} slots, queue {}, service {}); incident ({what}) from {from:.0} s to {to:.0} s. \
+             \"Attempts/call\" counts every attempt sent, the first included; \"calls in incident\" \
+             are the calls started during it. Seed {}.",
             c.clients,
             c.call_rate,
             c.duration.as_secs_f64(),
@@ -609,37 +747,48 @@ fn storm_section(r: &StormResult) -> Section {
             c.server.concurrency,
             c.server.queue_limit,
             c.server.latency,
-            c.incident.start.as_secs_f64(),
-            c.incident.end().as_secs_f64(),
             c.seed
         ),
         table,
         agreement: r.agreement.clone(),
+        notes,
         charts: vec![
             (
                 "storm_attempts".to_owned(),
                 Chart {
                     title: "Attempts sent to the server per second".to_owned(),
+                    caption: format!(
+                        "Attempts per second reaching the server, one line per strategy. \
+                         Shaded: the incident ({what}). Look at the shaded span: plain retries \
+                         multiply the load exactly when the server can least take it, while the \
+                         budget and the token bucket hold it close to the call rate ({:.0}/s).",
+                        c.call_rate
+                    ),
                     x_label: "time (s)".to_owned(),
-                    y_label: "attempts/s".to_owned(),
+                    y_label: "attempts per second".to_owned(),
                     lines: attempts,
-                    shade,
+                    shade: shade(from, to, format!("incident: {what}")),
                     log_y: false,
+                    integer_y: true,
                     x_max: None,
-                    legend_low: false,
                 },
             ),
             (
                 "storm_success".to_owned(),
                 Chart {
-                    title: "Calls that succeeded, by start time".to_owned(),
+                    title: "Calls that succeeded, by the second they started".to_owned(),
+                    caption: "The share of the calls started in each second that succeeded. \
+                              Shaded: the incident. Inside it, retries rescue calls only if \
+                              the server comes back before they run out of attempts; after \
+                              it, a line that stays low is a strategy still refusing calls."
+                        .to_owned(),
                     x_label: "time (s)".to_owned(),
-                    y_label: "success (%)".to_owned(),
+                    y_label: "calls that succeeded (%)".to_owned(),
                     lines: success,
-                    shade,
+                    shade: shade(from, to, format!("incident: {what}")),
                     log_y: false,
+                    integer_y: true,
                     x_max: None,
-                    legend_low: false,
                 },
             ),
         ],
@@ -650,6 +799,161 @@ fn storm_bucket(r: &StormResult) -> u64 {
     r.strategies
         .first()
         .map_or(1, |s| s.attempts_per_bucket.bucket())
+}
+
+fn metastable_section(r: &MetastableResult) -> Section {
+    let c = &r.config;
+    let end_window = r.strategies.first().map_or(0.0, |s| s.end_window_s);
+    let mut table = Table::new(&[
+        "strategy",
+        "goodput before trigger (calls/s)",
+        "goodput in trigger",
+        &format!("goodput at end (last {end_window:.0} s)"),
+        "recovered (s after trigger)",
+        "attempts/call, calls in trigger",
+        "attempts/call, calls after",
+        "served for callers gone (% of served)",
+        "dropped: deadline passed",
+        "calls refused locally",
+        "retries refused",
+    ]);
+    for s in &r.strategies {
+        table.row(vec![
+            s.name.clone(),
+            format!("{:.0}", s.goodput_before),
+            format!("{:.0}", s.goodput_during),
+            format!("{:.0}", s.goodput_end),
+            fmt_opt_secs(s.recovery_s),
+            format!("{:.2}x", s.amplification_during),
+            format!("{:.2}x", s.amplification_after),
+            format!("{:.1} %", s.wasted_share() * 100.0),
+            s.dropped.to_string(),
+            s.refused_locally.to_string(),
+            s.retries_refused.to_string(),
+        ]);
+    }
+    let bucket = r
+        .strategies
+        .first()
+        .map_or(1, |s| s.successes_per_bucket.bucket());
+    let per_sec = 1.0 / secs(bucket);
+    let goodput = r
+        .strategies
+        .iter()
+        .map(|s| series_line(&s.name, &s.successes_per_bucket, per_sec))
+        .collect();
+    let capacity = c.server.capacity_per_sec();
+    let (from, to) = (c.trigger.start.as_secs_f64(), c.trigger.end().as_secs_f64());
+    // The last whole bucket before the run ends (calls still finishing
+    // after it would make a misleading tail).
+    let last_bucket = c.duration.as_secs_f64() - secs(bucket);
+    let during = match c.trigger.kind {
+        IncidentKind::Outage => 0.0,
+        IncidentKind::Overload { capacity: f } => capacity * f,
+    };
+    let mut attempts: Vec<Line> = r
+        .strategies
+        .iter()
+        .map(|s| series_line(&s.name, &s.attempts_per_bucket, per_sec))
+        .collect();
+    attempts.push(Line {
+        name: "server capacity".to_owned(),
+        points: vec![
+            (0.0, capacity),
+            (from, capacity),
+            (from, during),
+            (to, during),
+            (to, capacity),
+            (last_bucket, capacity),
+        ],
+    });
+    let what = incident_text(c.trigger.kind);
+    let label = format!("trigger: {what}");
+
+    let mut notes = vec![format!(
+        "\"{}\" gives each call one deadline of {} (the time a caller waits), shared by its \
+         attempts and sent to the server with each; the server drops a queued request whose \
+         deadline has passed instead of serving it, and no retry starts after the deadline.",
+        metastable::DEADLINE,
+        r.config
+            .strategies
+            .iter()
+            .find_map(|s| s.deadline)
+            .map_or_else(|| "the attempt timeout".to_owned(), |d| format!("{d:?}"))
+    )];
+    if has_throttle(r.config.strategies.iter().map(|s| &s.control)) {
+        notes.push(THROTTLE_NOTE.to_owned());
+    }
+    Section {
+        id: "metastable",
+        title: "metastable: a short trigger, a collapse that outlives it",
+        about: format!(
+            "{} clients make {:.0} calls/s ({:.0} % of the server's {:.0} requests/s: {} slots, \
+             service {}, a FIFO queue of {} that serves every request, waited for or not); each \
+             attempt times out after {:?}, 3 attempts at most. The trigger: {what} from \
+             {from:.0} s to {to:.0} s; the run ends at {:.0} s. Goodput counts calls that \
+             succeeded per second; \"attempts/call\" counts every attempt sent, the first \
+             included, for the calls started in (or after) the trigger. Seed {}.",
+            c.clients,
+            c.call_rate,
+            c.load() * 100.0,
+            capacity,
+            c.server.concurrency,
+            c.server.latency,
+            c.server.queue_limit,
+            c.attempt_timeout,
+            c.duration.as_secs_f64(),
+            c.seed
+        ),
+        table,
+        agreement: r.agreement.clone(),
+        notes,
+        charts: vec![
+            (
+                "metastable_goodput".to_owned(),
+                Chart {
+                    title: "Goodput: calls that succeeded per second".to_owned(),
+                    caption: format!(
+                        "Calls that succeeded per second, one line per strategy. Shaded: the \
+                         trigger ({what}, {:.0} s). Look right of the shading: the trigger is \
+                         gone, yet plain retries stay at zero, because the server is busy with \
+                         requests whose callers have timed out, and their retries keep its queue \
+                         full. The retry budget, the token bucket and deadline propagation break \
+                         that loop and are back within seconds.",
+                        to - from
+                    ),
+                    x_label: "time (s)".to_owned(),
+                    y_label: "successful calls per second".to_owned(),
+                    lines: goodput,
+                    shade: shade(from, to, label.clone()),
+                    log_y: false,
+                    integer_y: true,
+                    x_max: Some(last_bucket),
+                },
+            ),
+            (
+                "metastable_attempts".to_owned(),
+                Chart {
+                    title: "Attempts sent to the server per second".to_owned(),
+                    caption: format!(
+                        "Load: attempts per second reaching the server, against its capacity \
+                         (black). Shaded: the trigger. A strategy whose load stays above the \
+                         capacity after the trigger cannot recover: the queue never drains. \
+                         Calls arrive at {:.0}/s; 3 attempts per call make {:.0}/s.",
+                        c.call_rate,
+                        c.call_rate * 3.0
+                    ),
+                    x_label: "time (s)".to_owned(),
+                    y_label: "attempts per second".to_owned(),
+                    lines: attempts,
+                    shade: shade(from, to, label),
+                    log_y: false,
+                    integer_y: true,
+                    x_max: Some(last_bucket),
+                },
+            ),
+        ],
+    }
 }
 
 fn tail_section(r: &TailResult) -> Section {
@@ -689,7 +993,8 @@ fn tail_section(r: &TailResult) -> Section {
         title: "tail: hedging against a heavy tail",
         about: format!(
             "{} calls at {:.0} calls/s; each request's service time is {} \
-             ({} slots, queue {}). Seed {}.",
+             ({} slots, queue {}). Latency percentiles come from a histogram with 3 significant \
+             digits. Seed {}.",
             c.calls,
             c.call_rate,
             c.server.latency,
@@ -699,17 +1004,23 @@ fn tail_section(r: &TailResult) -> Section {
         ),
         table,
         agreement: r.agreement.clone(),
+        notes: Vec::new(),
         charts: vec![(
             "tail_latency".to_owned(),
             Chart {
                 title: "Call latency by percentile".to_owned(),
+                caption: "Call latency at each percentile, one line per strategy, on a log \
+                          scale; x = 1, 2, 3 are p90, p99 and p99.9. Look at the right half: \
+                          hedging pulls the slow tail down by sending a second copy of a slow \
+                          call, while the left half (the typical call) does not move."
+                    .to_owned(),
                 x_label: "nines (1 = p90, 2 = p99, 3 = p99.9)".to_owned(),
                 y_label: "latency (ms, log scale)".to_owned(),
                 lines,
                 shade: None,
                 log_y: true,
+                integer_y: false,
                 x_max: None,
-                legend_low: true, // the lines climb to the top right
             },
         )],
     }

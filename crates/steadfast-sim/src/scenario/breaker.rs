@@ -48,12 +48,11 @@ use std::time::Duration;
 
 use serde::Serialize;
 use steadfast::backoff::Backoff;
-use steadfast::clock::VirtualClock;
 use steadfast::control::{AllOf, CircuitBreaker, RetryBudget, WindowKind};
 use steadfast::{CallState, Decision, RetryControl, RetryPolicy, Verdict};
 
 use super::{ScenarioResult, SeededCalls, StrategyResult, mix, run_strategies};
-use crate::engine::{Engine, Nanos, nanos, secs};
+use crate::engine::{Engine, Nanos, SimClock, nanos, secs};
 use crate::error::check;
 use crate::metrics::Series;
 use crate::server::{Arrival, Server, ServerConfig};
@@ -135,7 +134,7 @@ impl BreakerStrategy {
 
     /// A client's control (`None`: no control), and its breaker for the
     /// counts.
-    fn control(&self, clock: &VirtualClock) -> Result<ClientControl, SimError> {
+    fn control(&self, clock: &SimClock) -> Result<ClientControl, SimError> {
         let breaker = match self.breaker {
             Some(b) => Some(Arc::new(
                 CircuitBreaker::builder()
@@ -169,7 +168,7 @@ impl BreakerStrategy {
 
 type ClientControl = (
     Option<Arc<dyn RetryControl>>,
-    Option<Arc<CircuitBreaker<VirtualClock>>>,
+    Option<Arc<CircuitBreaker<SimClock>>>,
 );
 
 /// The name of the strategy without a breaker in [`BreakerStrategy::standard`].

@@ -11,7 +11,8 @@
 //! done once accepted.
 //!
 //! Each strategy runs on the same seed, so they meet the same server. The
-//! numbers: peak attempts in any sliding `window` while the server is back
+//! numbers: peak attempts in any sliding `window` (starting on a step of
+//! 1/100 window, see [`SlidingPeak`](crate::metrics::SlidingPeak)) while the server is back
 //! (the load the recovering server sees; the first wave at time zero is
 //! `clients` for every strategy and is reported apart), total attempts
 //! (Brooker's "work"), and the time until every client is connected.
@@ -45,9 +46,9 @@ use steadfast::backoff::{Backoff, GrpcConnectionBackoff, Jitter};
 use steadfast::{Rng, Schedule, ScheduleState};
 
 use super::{ScenarioResult, StrategyResult, run_strategies};
-use crate::engine::{Engine, Nanos, nanos, secs};
+use crate::engine::{Engine, nanos, secs};
 use crate::error::check;
-use crate::metrics::{Series, peak_in_window};
+use crate::metrics::{Series, SlidingPeak};
 use crate::{Agreement, Latency, SimError};
 
 const SCOPE: &str = "herd config";
@@ -206,7 +207,8 @@ pub struct HerdStrategyResult {
     pub total_attempts: u64,
     /// Attempts made while the server was down.
     pub attempts_while_down: u64,
-    /// Peak attempts in any sliding window once the server was back.
+    /// Peak attempts in any sliding window once the server was back
+    /// (windows start on steps of 1/100 window; see [`SlidingPeak`](crate::metrics::SlidingPeak)).
     pub peak_per_window: u64,
     /// Peak attempts in any sliding window over the whole run (includes the
     /// first wave at time zero).
@@ -306,15 +308,7 @@ impl HerdConfig {
                 self.cap,
             ));
         }
-        let buckets = self.horizon.as_nanos() / self.window.as_nanos().max(1);
-        if buckets > u128::from(check::MAX_BUCKETS) {
-            return Err(SimError::config(
-                SCOPE,
-                "window",
-                "must be at least `horizon` / 10,000,000",
-                self.window,
-            ));
-        }
+        check::buckets(SCOPE, "horizon", self.horizon, self.window)?;
         if self.outage >= self.horizon {
             return Err(SimError::config(
                 SCOPE,
@@ -346,7 +340,7 @@ pub fn run(config: &HerdConfig) -> Result<HerdResult, SimError> {
         config,
         &config.strategies,
         |s| run_one(config, s, check::MAX_ATTEMPTS),
-        brooker,
+        |r| brooker(r, config.clients),
     )
 }
 
@@ -378,7 +372,9 @@ fn run_one(
     let window = nanos(config.window);
     let outage_end = nanos(config.outage);
     let horizon = nanos(config.horizon);
-    let mut times: Vec<Nanos> = Vec::with_capacity(config.clients as usize * 4);
+    let (mut attempts, mut while_down) = (0u64, 0u64);
+    let mut peak_back = SlidingPeak::new(window);
+    let mut peak_all = SlidingPeak::new(window);
     let mut series = Series::new(window);
     let mut connected_series = Series::new(window);
     let (mut current_window, mut accepted_in_window) = (u64::MAX, 0u32);
@@ -388,13 +384,19 @@ fn run_one(
         if now > horizon {
             break;
         }
-        if times.len() as u64 >= limit {
+        if attempts >= limit {
             return Err(SimError::TooMuchWork {
                 scenario: "herd",
                 limit,
             });
         }
-        times.push(now);
+        attempts += 1;
+        peak_all.add(now);
+        if now < outage_end {
+            while_down += 1;
+        } else {
+            peak_back.add(now);
+        }
         series.add(now);
         let Some(c) = clients.get_mut(client as usize) else {
             continue;
@@ -423,13 +425,12 @@ fn run_one(
         }
     }
 
-    let recovery_from = times.partition_point(|&t| t < outage_end);
     Ok(HerdStrategyResult {
         name: strategy.name.clone(),
-        total_attempts: times.len() as u64,
-        attempts_while_down: recovery_from as u64,
-        peak_per_window: peak_in_window(&times[recovery_from..], window),
-        peak_per_window_overall: peak_in_window(&times, window),
+        total_attempts: attempts,
+        attempts_while_down: while_down,
+        peak_per_window: peak_back.peak(),
+        peak_per_window_overall: peak_all.peak(),
         all_connected_after_s: (connected == config.clients).then(|| secs(last_connect)),
         connected,
         gave_up,
@@ -441,7 +442,7 @@ fn run_one(
 /// Brooker (2015): jitter cuts the work of contending clients by more than
 /// half, and no jitter is the clear loser. Held against the run when it has
 /// a "no jitter" and a "full jitter" strategy (found by name).
-fn brooker(results: &[HerdStrategyResult]) -> Option<Agreement> {
+fn brooker(results: &[HerdStrategyResult], clients: u32) -> Option<Agreement> {
     let find = |name: &str| results.iter().find(|r| r.name == name);
     let none = find(NO_JITTER)?;
     let full = find(FULL_JITTER)?;
@@ -453,9 +454,46 @@ fn brooker(results: &[HerdStrategyResult]) -> Option<Agreement> {
         .all(|r| r.peak_per_window < none.peak_per_window);
     let loser_time = others.iter().all(|r| time(r) < time(none));
     let agrees = work_ratio < 0.5 && loser_peak && loser_time;
-    let fmt_time = |r: &HerdStrategyResult| match r.all_connected_after_s {
-        Some(t) => format!("{t:.1} s"),
-        None => "not all by the horizon".to_owned(),
+    let highest_other = others.iter().max_by_key(|r| r.peak_per_window);
+    let peak = match highest_other {
+        Some(o) if loser_peak => format!(
+            "no jitter's peak once the server was back, {} per window, is the highest \
+             (next: {} with {})",
+            none.peak_per_window, o.name, o.peak_per_window
+        ),
+        Some(o) => format!(
+            "no jitter's peak once the server was back, {} per window, is not the highest \
+             ({} reached {})",
+            none.peak_per_window, o.name, o.peak_per_window
+        ),
+        None => format!(
+            "no jitter's peak once the server was back: {} per window",
+            none.peak_per_window
+        ),
+    };
+    let done = |r: &HerdStrategyResult| match r.all_connected_after_s {
+        Some(t) => format!("connected every client after {t:.1} s"),
+        None => format!(
+            "had connected only {} of {clients} clients when the run stopped at the horizon",
+            r.connected
+        ),
+    };
+    let slowest_other = others.iter().max_by(|a, b| time(a).total_cmp(&time(b)));
+    let speed = match slowest_other {
+        Some(o) if loser_time => format!(
+            "without jitter the herd {}, later than every jittered strategy (the slowest of \
+             them, {}, {})",
+            done(none),
+            o.name,
+            done(o)
+        ),
+        Some(o) => format!(
+            "without jitter the herd {}, which is not the slowest ({} {})",
+            done(none),
+            o.name,
+            done(o)
+        ),
+        None => format!("without jitter the herd {}", done(none)),
     };
     Some(Agreement {
         source: "Brooker, \"Exponential Backoff And Jitter\" (AWS Architecture Blog, 2015)",
@@ -463,17 +501,10 @@ fn brooker(results: &[HerdStrategyResult]) -> Option<Agreement> {
         agrees,
         detail: format!(
             "full jitter made {} attempts against {} without jitter ({:.0} % of the work); \
-             no jitter's recovery peak {} per window vs at most {} for the others ({}); \
-             all connected after {} without jitter vs {} with full jitter ({})",
+             {peak}; {speed}",
             full.total_attempts,
             none.total_attempts,
             work_ratio * 100.0,
-            none.peak_per_window,
-            others.iter().map(|r| r.peak_per_window).max().unwrap_or(0),
-            if loser_peak { "the highest" } else { "not the highest" },
-            fmt_time(none),
-            fmt_time(full),
-            if loser_time { "the slowest" } else { "not the slowest" },
         ),
     })
 }

@@ -2,6 +2,7 @@
 
 pub mod breaker;
 pub mod herd;
+pub mod metastable;
 pub mod storm;
 pub mod tail;
 

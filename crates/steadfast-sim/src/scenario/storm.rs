@@ -49,7 +49,6 @@ use std::time::Duration;
 
 use serde::{Serialize, Serializer};
 use steadfast::backoff::Backoff;
-use steadfast::clock::VirtualClock;
 use steadfast::control::{AdaptiveThrottle, RetryBudget, TokenBucket};
 use steadfast::{CallState, Decision, RetryControl, RetryPolicy, Schedule, StopReason, Verdict};
 
@@ -175,9 +174,9 @@ pub enum StormControl {
 }
 
 impl StormControl {
-    fn build(
+    pub(crate) fn build(
         self,
-        clock: &VirtualClock,
+        clock: &crate::engine::SimClock,
         seed: u64,
     ) -> Result<Option<Arc<dyn RetryControl>>, SimError> {
         Ok(match self {
@@ -333,7 +332,7 @@ pub struct StormConfig {
     /// How finely the clock the controls read follows the simulation
     /// (default 100 µs; see [`Engine::with_clock_resolution`]). The
     /// controls count in slots of a second or more, so this changes no
-    /// decision that matters and keeps the simulator fast.
+    /// decision that matters; it is kept so that earlier runs reproduce.
     #[serde(serialize_with = "crate::serde_util::secs")]
     pub clock_resolution: Duration,
     /// The seed (default 1).
@@ -428,24 +427,8 @@ impl StormConfig {
             ));
         }
         // A bound on the work: the expected number of calls.
-        let calls = self.call_rate * self.duration.as_secs_f64();
-        if calls > 1e8 {
-            return Err(SimError::config(
-                SCOPE,
-                "call_rate",
-                "times `duration` must stay below 100,000,000 calls",
-                calls,
-            ));
-        }
-        let buckets = self.duration.as_nanos() / self.bucket.as_nanos().max(1);
-        if buckets > u128::from(check::MAX_BUCKETS) {
-            return Err(SimError::config(
-                SCOPE,
-                "bucket",
-                "must be at least `duration` / 10,000,000",
-                self.bucket,
-            ));
-        }
+        check::calls(SCOPE, "call_rate", self.call_rate, self.duration)?;
+        check::buckets(SCOPE, "duration", self.duration, self.bucket)?;
         if self.strategies.is_empty() {
             return Err(SimError::config(
                 SCOPE,
@@ -875,20 +858,23 @@ fn recovery(
 }
 
 /// The SRE book ("Handling Overload"): without a budget, retries at every
-/// layer multiply load (3 attempts: about 3x); a per-client retry budget of
-/// 10 % bounds it at about 1.1x. Held against the run when it has the plain
+/// layer multiply load (3 attempts: up to 3x, when every attempt fails; this
+/// run agrees when plain retries at least double it); a per-client retry
+/// budget of 10 % bounds it at about 1.1x. Held against the run when it has the plain
 /// and the retry-budget strategies (found by name).
 fn sre_book(results: &[StormStrategyResult]) -> Option<Agreement> {
     let find = |name: &str| results.iter().find(|r| r.name == name);
     let plain = find(PLAIN)?;
     let budget = find(RETRY_BUDGET)?;
     let bucket = find(TOKEN_BUCKET);
-    let agrees = plain.amplification >= 2.5
+    // "Multiply": at least double. Three attempts triple the load only when
+    // every attempt fails (an outage); in an overload some succeed at once.
+    let agrees = plain.amplification >= 2.0
         && budget.amplification <= 1.25
         && bucket.is_none_or(|b| b.amplification <= 1.25);
     Some(Agreement {
         source: "Beyer et al., Site Reliability Engineering (Google, 2016), ch. 21-22: retry budgets",
-        claim: "plain retries multiply load in an incident (3 attempts: about 3x); a 10 % retry budget holds it to about 1.1x".to_owned(),
+        claim: "plain retries multiply the load in an incident (3 attempts: up to 3x, when every attempt fails); a 10 % retry budget holds it to about 1.1x".to_owned(),
         agrees,
         detail: format!(
             "amplification during the incident: plain 3 attempts {:.2}x, retry budget {:.2}x{}",

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use steadfast_sim::SimConfig;
 use steadfast_sim::herd::HerdConfig;
+use steadfast_sim::metastable::MetastableConfig;
 use steadfast_sim::server::ServerConfig;
 use steadfast_sim::storm::{Incident, StormConfig};
 use steadfast_sim::tail::TailConfig;
@@ -41,10 +42,25 @@ pub fn small_tail() -> TailConfig {
     }
 }
 
+pub fn small_metastable() -> MetastableConfig {
+    MetastableConfig {
+        call_rate: 70.0,
+        duration: Duration::from_secs(30),
+        trigger: Incident::overload(Duration::from_secs(10), Duration::from_secs(5), 0.3),
+        server: ServerConfig {
+            concurrency: 1,
+            queue_limit: 200,
+            latency: "exp:10ms".parse().expect("valid latency"),
+        },
+        ..MetastableConfig::default()
+    }
+}
+
 pub fn small() -> SimConfig {
     SimConfig {
         herd: Some(small_herd()),
         storm: Some(small_storm()),
+        metastable: Some(small_metastable()),
         tail: Some(small_tail()),
         breaker: None,
     }
