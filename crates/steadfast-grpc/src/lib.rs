@@ -49,6 +49,8 @@ mod classify;
 mod code;
 pub mod config;
 mod connect;
+#[doc(hidden)]
+pub mod fuzzing;
 mod layer;
 mod replay;
 mod throttle;

@@ -144,3 +144,31 @@ async fn the_default_clock_still_works_inside_tokio() {
     let policy = policy();
     assert_eq!(flaky(&calls).retry(&policy).await, Ok(3));
 }
+
+/// The hedger too: a copy still pending on the tokio clock outside a tokio
+/// runtime would need a timer for the next copy; the call stops with
+/// `NoTimer` instead of panicking in tokio, and a copy that answers at once
+/// needs no timer at all.
+#[test]
+fn a_hedge_on_the_tokio_clock_outside_tokio_is_an_error_not_a_panic() {
+    use steadfast::{HedgePolicy, Hedgeable};
+    let policy = HedgePolicy::builder(Duration::from_millis(10))
+        .max_attempts(2)
+        .build()
+        .expect("valid policy");
+    let err = futures::executor::block_on(
+        (|_: Attempt| std::future::pending::<Result<u32, ()>>())
+            .hedge(&policy)
+            .clock(TokioClock)
+            .into_future(),
+    )
+    .expect_err("no timer outside tokio");
+    assert_eq!(err.reason(), StopReason::NoTimer);
+    let ok = futures::executor::block_on(
+        (|a: Attempt| std::future::ready(Ok::<_, ()>(a.number)))
+            .hedge(&policy)
+            .clock(TokioClock)
+            .into_future(),
+    );
+    assert_eq!(ok, Ok(1));
+}

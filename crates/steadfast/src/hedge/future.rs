@@ -215,6 +215,11 @@ where
             }
             if let Some(at) = wake {
                 if *this.timer_at != Some(at) {
+                    if !this.clock.can_sleep() {
+                        // No timer here (the default tokio clock outside a
+                        // tokio runtime): stop and say so, never panic.
+                        return Poll::Ready(this.finish(StopReason::NoTimer, now));
+                    }
                     this.timer
                         .set(Some(this.clock.sleep(at.saturating_duration_since(now))));
                     *this.timer_at = Some(at);
