@@ -99,17 +99,17 @@ impl GrpcClassify {
         if code == Code::Ok {
             return Verdict::Success;
         }
-        if !self.codes.contains(code) {
-            return Verdict::Stop;
-        }
-        match headers.and_then(pushback) {
-            None => Verdict::Retry,
-            Some(Ok(wait)) => Verdict::RetryAfter(wait),
-            Some(Err(())) => {
-                tracing::debug!(code = %code, "steadfast: the server's pushback forbids a retry");
-                Verdict::Stop
+        let verdict = if self.codes.contains(code) {
+            match headers.and_then(pushback) {
+                None => Verdict::Retry,
+                Some(Ok(wait)) => Verdict::RetryAfter(wait),
+                Some(Err(())) => Verdict::Stop,
             }
-        }
+        } else {
+            Verdict::Stop
+        };
+        attempt_failed(code, headers, verdict);
+        verdict
     }
 }
 
@@ -124,4 +124,21 @@ impl<B, E> Classify<Response<B>, E> for GrpcClassify {
             Err(_) => self.status(Code::Unavailable, None),
         }
     }
+}
+
+/// One event per failed attempt, inside the call's span (which names the
+/// method): its status, the server's pushback if any, and what follows.
+#[cold]
+fn attempt_failed(code: Code, headers: Option<&HeaderMap>, verdict: Verdict) {
+    let pushback = headers
+        .and_then(|h| h.get(PUSHBACK_HEADER))
+        .and_then(|v| v.to_str().ok());
+    let next = match verdict {
+        Verdict::Retry => "retry (or the next copy) after the backoff",
+        Verdict::RetryAfter(_) => "retry (or the next copy) after the server's pushback",
+        Verdict::Stop if pushback.is_some() => "stop: the server's pushback forbids a retry",
+        Verdict::Stop => "stop: not a retryable status",
+        Verdict::Success => "done",
+    };
+    tracing::debug!(status = %code, pushback, next, "steadfast: gRPC attempt failed");
 }

@@ -237,6 +237,11 @@ where
             .get("grpc-timeout")
             .and_then(|v| DeadlineHeader::GRPC.decode(v.as_bytes()).ok())
             .map(|left| Deadline::after(clock.now(), left));
+        // Every event of the call (attempts, waits, hedges, giving up) is
+        // inside this span, which names the method and the target; a span
+        // no subscriber wants costs a check.
+        let span = tracing::debug_span!("grpc call", method = %request.uri().path());
+        let entered = span.enter();
         let kind = match self.routes.route(request.uri().path()) {
             Some(Route::Retry(layer)) => Kind::Retry {
                 future: layer.run(ready, request),
@@ -246,14 +251,21 @@ where
             },
             Some(Route::Plain { timeout }) => {
                 let method = timeout.map(|t| Deadline::after(clock.now(), t));
-                return plain(ready, request, Deadline::earliest(own, method), clock);
+                let deadline = Deadline::earliest(own, method);
+                drop(entered);
+                return plain(ready, request, deadline, clock, span);
             }
-            None => return plain(ready, request, own, clock),
+            None => {
+                drop(entered);
+                return plain(ready, request, own, clock, span);
+            }
         };
+        drop(entered);
         GrpcFuture {
             kind,
             deadline: own,
             clock,
+            span,
         }
     }
 }
@@ -263,6 +275,7 @@ fn plain<S, C, B>(
     request: Request<B>,
     deadline: Option<Deadline>,
     clock: C,
+    span: tracing::Span,
 ) -> GrpcFuture<S, C, B>
 where
     S: Service<Outgoing<B>>,
@@ -270,14 +283,15 @@ where
     C: AsyncClock,
 {
     let request = request.map(ReplayBody::streaming);
-    let future = match deadline {
+    let future = span.in_scope(|| match deadline {
         Some(d) => deadline::scope(d, || inner.call(request)),
         None => inner.call(request),
-    };
+    });
     GrpcFuture {
         kind: Kind::Plain { future },
         deadline,
         clock,
+        span,
     }
 }
 
@@ -296,6 +310,8 @@ pin_project! {
         // The request's own deadline, ambient around every poll.
         deadline: Option<Deadline>,
         clock: C,
+        // The call's span: every poll runs inside it.
+        span: tracing::Span,
     }
 }
 
@@ -341,6 +357,7 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
+        let _entered = this.span.enter();
         let kind = this.kind;
         let clock = &*this.clock;
         let poll = move || match kind.project() {

@@ -40,6 +40,11 @@
 //!   ±20 %, 120 s, at least 20 s per attempt, reset once connected), failing
 //!   fast inside the backoff window, or waiting it out (`wait_for_ready`).
 //!
+//! - **Telemetry.** Each call runs in a `grpc call` tracing span naming its
+//!   method; inside it, an event per failed attempt (status, the server's
+//!   pushback, what follows), the core's events per retry wait and hedge
+//!   copy, and one when the call gives up.
+//!
 //! Not built yet (see the crate README): the A96 metrics, and `DEADLINE_EXCEEDED` for a call whose
 //! retries stop because its deadline would pass after a Trailers-Only
 //! failure (it ends at once, with that last status).

@@ -79,6 +79,11 @@ where
 
     fn replay(&self, source: &BufferedRequest, attempt: &Attempt) -> Self::Request {
         let mut request: Self::Request = self.http.replay(source, attempt);
+        tracing::trace!(
+            attempt = attempt.number,
+            in_flight = attempt.in_flight.len(),
+            "steadfast: gRPC attempt sent"
+        );
         if attempt.number > 1 {
             request.headers_mut().insert(
                 PREVIOUS_ATTEMPTS_HEADER,

@@ -309,3 +309,72 @@ async fn the_deadline_shrinks_across_two_hops_and_the_last_hop_is_cut_off() {
     }
     assert!(cut_off, "B's handler was never dropped");
 }
+
+/// A buffer the test's subscriber writes its events into.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("lock").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The trace of a call: every event is inside a span naming the method;
+/// each failed attempt says its status, the server's pushback and what
+/// follows; the wait before the retry is the pushback.
+#[tokio::test(flavor = "current_thread")]
+async fn the_trace_names_the_method_the_status_the_pushback_and_the_wait() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let server = Server::start().await;
+    server.state.script(
+        "k",
+        Script {
+            fail: 1,
+            pushback: Some("120".into()),
+            ..Script::default()
+        },
+    );
+    let mut client = client(&server, RETRY_UNAVAILABLE).await;
+    client.say(say("k")).await.expect("recovered");
+    let trace = String::from_utf8(captured.0.lock().expect("lock").clone()).expect("utf-8");
+    let failed = trace
+        .lines()
+        .find(|l| l.contains("gRPC attempt failed"))
+        .unwrap_or_else(|| panic!("no failed attempt in the trace:\n{trace}"));
+    for needle in [
+        "grpc call",
+        "method=/steadfast.test.Echo/Say",
+        "status=UNAVAILABLE",
+        "pushback=\"120\"",
+        "server's pushback",
+    ] {
+        assert!(
+            failed.contains(needle),
+            "{needle:?} missing from {failed:?}"
+        );
+    }
+    let retrying = trace
+        .lines()
+        .find(|l| l.contains("retrying"))
+        .unwrap_or_else(|| panic!("no retry in the trace:\n{trace}"));
+    assert!(
+        retrying.contains("delay_ms=120") && retrying.contains("hinted=true"),
+        "{retrying}"
+    );
+    assert!(
+        retrying.contains("method=/steadfast.test.Echo/Say"),
+        "{retrying}"
+    );
+}
