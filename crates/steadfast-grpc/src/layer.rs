@@ -128,37 +128,34 @@ impl<C: AsyncClock> GrpcLayer<C> {
         let mut routes = Vec::with_capacity(config.method_configs().len());
         for method in config.method_configs() {
             let timeout = method.timeout();
+            // The method's timeout bounds the whole call; the server's bucket
+            // is asked before every retry and hedge. The same two limits on
+            // either policy's builder.
+            macro_rules! limited {
+                ($builder:expr) => {{
+                    let mut builder = $builder;
+                    if let Some(t) = timeout {
+                        builder = builder.max_elapsed(t);
+                    }
+                    if let Some(b) = &bucket {
+                        builder = builder.control(b.clone());
+                    }
+                    builder.build()?
+                }};
+            }
             routes.push(match method.policy() {
-                Some(MethodPolicy::Retry(r)) => {
-                    let mut policy = r.to_policy()?.to_builder();
-                    if let Some(t) = timeout {
-                        policy = policy.max_elapsed(t);
-                    }
-                    if let Some(b) = &bucket {
-                        policy = policy.control(b.clone());
-                    }
-                    Route::Retry(
-                        RetryLayer::new(policy.build()?)
-                            .with_classifier(GrpcClassify::retrying(r.retryable_codes()))
-                            .replay(GrpcReplay::default())
-                            .clock(clock.clone()),
-                    )
-                }
-                Some(MethodPolicy::Hedging(h)) => {
-                    let mut policy = h.to_policy()?.to_builder();
-                    if let Some(t) = timeout {
-                        policy = policy.max_elapsed(t);
-                    }
-                    if let Some(b) = &bucket {
-                        policy = policy.control(b.clone());
-                    }
-                    Route::Hedge(
-                        HedgeLayer::new(policy.build()?)
-                            .with_classifier(GrpcClassify::retrying(h.non_fatal_codes()))
-                            .replay(GrpcReplay::default())
-                            .clock(clock.clone()),
-                    )
-                }
+                Some(MethodPolicy::Retry(r)) => Route::Retry(
+                    RetryLayer::new(limited!(r.to_policy()?.to_builder()))
+                        .with_classifier(GrpcClassify::retrying(r.retryable_codes()))
+                        .replay(GrpcReplay::default())
+                        .clock(clock.clone()),
+                ),
+                Some(MethodPolicy::Hedging(h)) => Route::Hedge(
+                    HedgeLayer::new(limited!(h.to_policy()?.to_builder()))
+                        .with_classifier(GrpcClassify::retrying(h.non_fatal_codes()))
+                        .replay(GrpcReplay::default())
+                        .clock(clock.clone()),
+                ),
                 None => Route::Plain { timeout },
             });
         }
