@@ -88,6 +88,9 @@ pub enum NotReplayable {
     /// Reading the body failed before it was all buffered; the request is
     /// sent with what was read and the error, which the inner service sees.
     BodyError,
+    /// The body is a stream that the request type cannot copy (a
+    /// `reqwest::Body` made from a stream, say); it is sent as it is.
+    Streaming,
 }
 
 impl fmt::Display for NotReplayable {
@@ -97,6 +100,7 @@ impl fmt::Display for NotReplayable {
                 write!(f, "the body is larger than the {limit}-byte replay buffer")
             }
             Self::BodyError => f.write_str("reading the body failed before it was buffered"),
+            Self::Streaming => f.write_str("the body is a stream that cannot be copied"),
         }
     }
 }

@@ -1,0 +1,237 @@
+//! [`Client`]: a `reqwest::Client` whose calls survive flaky servers.
+
+mod builder;
+mod request;
+mod response;
+
+use std::fmt;
+use std::future::poll_fn;
+use std::sync::Arc;
+
+use http::{HeaderName, Method};
+use reqwest::IntoUrl;
+use steadfast::retry::DefaultClock;
+use steadfast::{HedgePolicy, RetryPolicy};
+use steadfast_tower::{HedgeService, RetryService};
+use tower_service::Service;
+
+pub use builder::{BuildError, ClientBuilder};
+pub use request::RequestBuilder;
+pub use response::Response;
+
+use crate::attempt::{AttemptService, ByVerdict, Tracked};
+use crate::classify::is_idempotent;
+use crate::error::{Error, NotRetried};
+use crate::replay::{ReqwestReplay, is_replayable};
+use crate::report::Tracker;
+
+type Attempts = AttemptService<reqwest::Client>;
+type Retry = RetryService<Attempts, Arc<RetryPolicy>, ByVerdict, ReqwestReplay, DefaultClock>;
+type Hedge = HedgeService<Attempts, HedgePolicy, ByVerdict, ReqwestReplay, DefaultClock>;
+
+/// The engine's services, built once per client: `steadfast-tower`'s retry
+/// layer (and its one-attempt twin for requests that must not be retried),
+/// and its hedge layer if hedging is on, over one attempt service.
+#[derive(Clone)]
+struct Engine {
+    retry: Retry,
+    once: Retry,
+    hedge: Option<Hedge>,
+}
+
+struct Shared {
+    engine: Engine,
+    retry_non_idempotent: bool,
+    idempotency_key: Option<HeaderName>,
+}
+
+/// An HTTP client whose calls survive flaky servers: safe retries with
+/// backoff, `Retry-After`, hedged requests, an overall deadline sent to
+/// the server on every attempt, and a report of how each call went.
+///
+/// It is a thin executor over the steadfast engine: each call runs
+/// `steadfast-tower`'s [`RetryLayer`](steadfast_tower::RetryLayer) (or
+/// [`HedgeLayer`](steadfast_tower::HedgeLayer)) over a `reqwest::Client`
+/// whose own retries are off, so attempts never multiply. Cloning is cheap
+/// (one `Arc`); share one client.
+///
+/// By default: 3 attempts, exponential backoff with full jitter, only
+/// idempotent methods retried, connection errors, timeouts, 408, 429,
+/// 500, 502, 503 and 504 retried ([`DefaultClassifier`](crate::DefaultClassifier)),
+/// `Retry-After` honoured (clamped to `max_delay` and the deadline), the
+/// time left sent in `x-steadfast-timeout`.
+///
+/// ```no_run
+/// # async fn f() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = steadfast_http::Client::builder().attempts(4).build()?;
+/// let response = client.get("http://127.0.0.1:8080/users/7").send().await?;
+/// println!("{} after {} attempts", response.status(), response.report().attempts);
+/// let body = response.text().await?;
+/// # let _ = body;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Client {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("hedging", &self.shared.engine.hedge.is_some())
+            .field("retry_non_idempotent", &self.shared.retry_non_idempotent)
+            .field("idempotency_key", &self.shared.idempotency_key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Client {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Client {
+    /// A client with the default settings.
+    ///
+    /// # Panics
+    /// If reqwest cannot build its client (as `reqwest::Client::new` does,
+    /// e.g. when TLS cannot be initialised); use [`Client::builder`] to get
+    /// the error instead.
+    #[must_use]
+    pub fn new() -> Self {
+        match Self::builder().build() {
+            Ok(client) => client,
+            Err(e) => panic!("steadfast_http::Client::new: {e}"),
+        }
+    }
+
+    /// A builder with the default settings.
+    ///
+    /// ```
+    /// let client = steadfast_http::Client::builder().attempts(5).build()?;
+    /// # let _ = client;
+    /// # Ok::<(), steadfast_http::BuildError>(())
+    /// ```
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::default()
+    }
+
+    /// A GET request.
+    pub fn get<U: IntoUrl>(&self, url: U) -> RequestBuilder {
+        self.request(Method::GET, url)
+    }
+
+    /// A HEAD request.
+    pub fn head<U: IntoUrl>(&self, url: U) -> RequestBuilder {
+        self.request(Method::HEAD, url)
+    }
+
+    /// A POST request (not retried unless opted in).
+    pub fn post<U: IntoUrl>(&self, url: U) -> RequestBuilder {
+        self.request(Method::POST, url)
+    }
+
+    /// A PUT request.
+    pub fn put<U: IntoUrl>(&self, url: U) -> RequestBuilder {
+        self.request(Method::PUT, url)
+    }
+
+    /// A PATCH request (not retried unless opted in).
+    pub fn patch<U: IntoUrl>(&self, url: U) -> RequestBuilder {
+        self.request(Method::PATCH, url)
+    }
+
+    /// A DELETE request.
+    pub fn delete<U: IntoUrl>(&self, url: U) -> RequestBuilder {
+        self.request(Method::DELETE, url)
+    }
+
+    /// A request with any method.
+    pub fn request<U: IntoUrl>(&self, method: Method, url: U) -> RequestBuilder {
+        let inner = self
+            .shared
+            .engine
+            .retry
+            .get_ref()
+            .inner
+            .request(method, url);
+        RequestBuilder::new(self.clone(), inner)
+    }
+
+    /// Runs a request built elsewhere; `retry_anyway` opts a
+    /// non-idempotent request in (`None`: the client's rules decide).
+    ///
+    /// # Errors
+    /// An [`Error`] when the call did not succeed: the engine's reason,
+    /// attempts and time, and the last response or transport error.
+    pub async fn execute(
+        &self,
+        request: reqwest::Request,
+        retry_anyway: Option<bool>,
+    ) -> Result<Response, Error> {
+        let shared = &*self.shared;
+        let method = request.method().clone();
+        let idempotent = is_idempotent(&method);
+        let retryable = retry_anyway.unwrap_or_else(|| {
+            idempotent
+                || shared.retry_non_idempotent
+                || shared
+                    .idempotency_key
+                    .as_ref()
+                    .is_some_and(|k| request.headers().contains_key(k))
+        });
+        let streaming = !is_replayable(&request);
+        let tracker = Tracker::default();
+        let tracked = Tracked {
+            request,
+            tracker: &tracker,
+        };
+        let engine = &shared.engine;
+        match (&engine.hedge, retryable && idempotent) {
+            (Some(hedge), true) => {
+                let result = call(hedge.clone(), tracked).await;
+                let report = tracker.report(true);
+                match result {
+                    Ok(inner) => Ok(Response::new(inner, report)),
+                    Err(e) => Err(Error::from_hedge(method, e, report)
+                        .sent_once_if(streaming, NotRetried::StreamingBody)),
+                }
+            }
+            _ => {
+                let service = if retryable {
+                    &engine.retry
+                } else {
+                    &engine.once
+                };
+                let result = call(service.clone(), tracked).await;
+                let report = tracker.report(false);
+                match result {
+                    Ok(inner) => Ok(Response::new(inner, report)),
+                    Err(e) => {
+                        let e = Error::from_retry(method, e, report);
+                        Err(if retryable {
+                            e.sent_once_if(streaming, NotRetried::StreamingBody)
+                        } else {
+                            e.sent_once(NotRetried::NotIdempotent)
+                        })
+                    }
+                }
+            }
+        }
+    }
+
+    /// The inner `reqwest::Client` (its retries off unless you gave one
+    /// with them on).
+    #[must_use]
+    pub fn reqwest_client(&self) -> &reqwest::Client {
+        &self.shared.engine.retry.get_ref().inner
+    }
+}
+
+/// Readies `service` (the tower contract), then calls it.
+async fn call<S: Service<R>, R>(mut service: S, request: R) -> Result<S::Response, S::Error> {
+    poll_fn(|cx| service.poll_ready(cx)).await?;
+    service.call(request).await
+}
