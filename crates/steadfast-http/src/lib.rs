@@ -74,7 +74,10 @@
 mod attempt;
 mod classify;
 mod client;
+mod engine;
 mod error;
+#[cfg(feature = "middleware")]
+pub mod middleware;
 mod redact;
 mod replay;
 mod report;

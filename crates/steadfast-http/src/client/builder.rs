@@ -9,11 +9,11 @@ use steadfast::hedge::HedgeDelay;
 use steadfast::retry::DefaultClock;
 use steadfast::{Backoff, Classify, ConfigError, HedgePolicy, RetryControl, RetryPolicy};
 use steadfast_tower::{HedgeLayer, RetryLayer};
-use tower_layer::Layer;
 
-use super::{Client, Engine, Shared};
-use crate::attempt::{AttemptConfig, AttemptService, ByVerdict, SharedClassifier};
+use super::{Client, Shared};
+use crate::attempt::{AttemptConfig, ByVerdict, SharedClassifier};
 use crate::classify::DefaultClassifier;
+use crate::engine::{Layers, Rules};
 use crate::replay::ReqwestReplay;
 
 /// Configures a [`Client`] once: attempts, backoff, deadlines, a retry
@@ -229,15 +229,38 @@ impl ClientBuilder {
     /// bad header name, ...), or reqwest's error if its client fails to
     /// build.
     pub fn build(self) -> Result<Client, BuildError> {
-        let policy = self.policy(self.attempts)?;
-        let once = self.policy(1)?;
-        let reqwest = match self.reqwest {
+        let (layers, reqwest) = self.layers()?;
+        let reqwest = match reqwest {
             Some(client) => client,
             None => reqwest::Client::builder()
                 .retry(reqwest::retry::never())
                 .build()
                 .map_err(BuildError::Reqwest)?,
         };
+        Ok(Client {
+            shared: Arc::new(Shared {
+                engine: layers.engine(reqwest),
+                rules: layers.rules,
+            }),
+        })
+    }
+
+    /// Builds a `reqwest-middleware` middleware with these settings (the
+    /// inner `reqwest::Client`, if one was given, is not used: the
+    /// middleware sends through the rest of its stack).
+    ///
+    /// # Errors
+    /// A [`BuildError`] naming the setting and its rule.
+    #[cfg(feature = "middleware")]
+    pub fn build_middleware(self) -> Result<crate::middleware::RetryMiddleware, BuildError> {
+        let (layers, _) = self.layers()?;
+        Ok(crate::middleware::RetryMiddleware::new(layers))
+    }
+
+    /// The engine's layers and the attempt configuration.
+    fn layers(self) -> Result<(Layers, Option<reqwest::Client>), BuildError> {
+        let policy = self.policy(self.attempts)?;
+        let once = self.policy(1)?;
         let header = match self.header {
             Some(header) => {
                 let name = HeaderName::from_bytes(header.name().as_bytes()).map_err(|_| {
@@ -266,42 +289,35 @@ impl ClientBuilder {
                 Some(b.build()?)
             }
         };
-        let attempts = AttemptService {
-            inner: reqwest,
-            config: Arc::new(AttemptConfig {
-                classify: self.classify,
-                header,
-                max_delay: policy.max_delay(),
-                clock: DefaultClock::default(),
-            }),
-        };
+        let attempt = Arc::new(AttemptConfig {
+            classify: self.classify,
+            header,
+            max_delay: policy.max_delay(),
+            clock: DefaultClock::default(),
+        });
         let name = self.name.unwrap_or("http");
-        let retry = RetryLayer::new(Arc::new(policy))
-            .with_classifier(ByVerdict)
-            .replay(ReqwestReplay)
-            .name(name);
-        let once = RetryLayer::new(Arc::new(once))
-            .with_classifier(ByVerdict)
-            .replay(ReqwestReplay)
-            .name(name);
-        let hedge = hedge.map(|p| {
-            HedgeLayer::new(p)
+        let layers = Layers {
+            retry: RetryLayer::new(Arc::new(policy))
                 .with_classifier(ByVerdict)
                 .replay(ReqwestReplay)
-                .name(name)
-                .layer(attempts.clone())
-        });
-        Ok(Client {
-            shared: Arc::new(Shared {
-                engine: Engine {
-                    retry: retry.layer(attempts.clone()),
-                    once: once.layer(attempts),
-                    hedge,
-                },
+                .name(name),
+            once: RetryLayer::new(Arc::new(once))
+                .with_classifier(ByVerdict)
+                .replay(ReqwestReplay)
+                .name(name),
+            hedge: hedge.map(|p| {
+                HedgeLayer::new(p)
+                    .with_classifier(ByVerdict)
+                    .replay(ReqwestReplay)
+                    .name(name)
+            }),
+            attempt,
+            rules: Rules {
                 retry_non_idempotent: self.retry_non_idempotent,
                 idempotency_key: self.idempotency_key,
-            }),
-        })
+            },
+        };
+        Ok((layers, self.reqwest))
     }
 
     fn policy(&self, attempts: u32) -> Result<RetryPolicy, ConfigError> {

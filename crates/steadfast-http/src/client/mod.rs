@@ -5,44 +5,21 @@ mod request;
 mod response;
 
 use std::fmt;
-use std::future::poll_fn;
 use std::sync::Arc;
 
-use http::{HeaderName, Method};
+use http::Method;
 use reqwest::IntoUrl;
-use steadfast::retry::DefaultClock;
-use steadfast::{HedgePolicy, RetryPolicy};
-use steadfast_tower::{HedgeService, RetryService};
-use tower_service::Service;
 
 pub use builder::{BuildError, ClientBuilder};
 pub use request::RequestBuilder;
 pub use response::Response;
 
-use crate::attempt::{AttemptService, ByVerdict, Tracked};
-use crate::classify::is_idempotent;
-use crate::error::{Error, NotRetried};
-use crate::replay::{ReqwestReplay, is_replayable};
-use crate::report::Tracker;
-
-type Attempts = AttemptService<reqwest::Client>;
-type Retry = RetryService<Attempts, Arc<RetryPolicy>, ByVerdict, ReqwestReplay, DefaultClock>;
-type Hedge = HedgeService<Attempts, HedgePolicy, ByVerdict, ReqwestReplay, DefaultClock>;
-
-/// The engine's services, built once per client: `steadfast-tower`'s retry
-/// layer (and its one-attempt twin for requests that must not be retried),
-/// and its hedge layer if hedging is on, over one attempt service.
-#[derive(Clone)]
-struct Engine {
-    retry: Retry,
-    once: Retry,
-    hedge: Option<Hedge>,
-}
+use crate::engine::{Engine, Rules};
+use crate::error::Error;
 
 struct Shared {
-    engine: Engine,
-    retry_non_idempotent: bool,
-    idempotency_key: Option<HeaderName>,
+    engine: Engine<reqwest::Client>,
+    rules: Rules,
 }
 
 /// An HTTP client whose calls survive flaky servers: safe retries with
@@ -79,9 +56,8 @@ pub struct Client {
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Client")
-            .field("hedging", &self.shared.engine.hedge.is_some())
-            .field("retry_non_idempotent", &self.shared.retry_non_idempotent)
-            .field("idempotency_key", &self.shared.idempotency_key)
+            .field("hedging", &self.shared.engine.hedges())
+            .field("rules", &self.shared.rules)
             .finish_non_exhaustive()
     }
 }
@@ -150,13 +126,7 @@ impl Client {
 
     /// A request with any method.
     pub fn request<U: IntoUrl>(&self, method: Method, url: U) -> RequestBuilder {
-        let inner = self
-            .shared
-            .engine
-            .retry
-            .get_ref()
-            .inner
-            .request(method, url);
+        let inner = self.shared.engine.inner().request(method, url);
         RequestBuilder::new(self.clone(), inner)
     }
 
@@ -172,66 +142,17 @@ impl Client {
         retry_anyway: Option<bool>,
     ) -> Result<Response, Error> {
         let shared = &*self.shared;
-        let method = request.method().clone();
-        let idempotent = is_idempotent(&method);
-        let retryable = retry_anyway.unwrap_or_else(|| {
-            idempotent
-                || shared.retry_non_idempotent
-                || shared
-                    .idempotency_key
-                    .as_ref()
-                    .is_some_and(|k| request.headers().contains_key(k))
-        });
-        let streaming = !is_replayable(&request);
-        let tracker = Tracker::default();
-        let tracked = Tracked {
-            request,
-            tracker: &tracker,
-        };
-        let engine = &shared.engine;
-        match (&engine.hedge, retryable && idempotent) {
-            (Some(hedge), true) => {
-                let result = call(hedge.clone(), tracked).await;
-                let report = tracker.report(true);
-                match result {
-                    Ok(inner) => Ok(Response::new(inner, report)),
-                    Err(e) => Err(Error::from_hedge(method, e, report)
-                        .sent_once_if(streaming, NotRetried::StreamingBody)),
-                }
-            }
-            _ => {
-                let service = if retryable {
-                    &engine.retry
-                } else {
-                    &engine.once
-                };
-                let result = call(service.clone(), tracked).await;
-                let report = tracker.report(false);
-                match result {
-                    Ok(inner) => Ok(Response::new(inner, report)),
-                    Err(e) => {
-                        let e = Error::from_retry(method, e, report);
-                        Err(if retryable {
-                            e.sent_once_if(streaming, NotRetried::StreamingBody)
-                        } else {
-                            e.sent_once(NotRetried::NotIdempotent)
-                        })
-                    }
-                }
-            }
-        }
+        let (response, report) = shared
+            .engine
+            .run(&shared.rules, request, retry_anyway)
+            .await?;
+        Ok(Response::new(response, report))
     }
 
     /// The inner `reqwest::Client` (its retries off unless you gave one
     /// with them on).
     #[must_use]
     pub fn reqwest_client(&self) -> &reqwest::Client {
-        &self.shared.engine.retry.get_ref().inner
+        self.shared.engine.inner()
     }
-}
-
-/// Readies `service` (the tower contract), then calls it.
-async fn call<S: Service<R>, R>(mut service: S, request: R) -> Result<S::Response, S::Error> {
-    poll_fn(|cx| service.poll_ready(cx)).await?;
-    service.call(request).await
 }
