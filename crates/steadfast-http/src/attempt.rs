@@ -233,6 +233,7 @@ where
             panic!("an attempt's future was polled after it completed");
         };
         let classify = &state.config.classify;
+        let mut kind = None;
         let result = match out {
             Ok(response) => {
                 let outcome: Outcome = Ok(response);
@@ -245,6 +246,7 @@ where
             }
             Err(error) => match error.into_reqwest() {
                 Ok(error) => {
+                    kind = Some(error_kind(&error));
                     let outcome: Outcome = Err(error.without_url());
                     let verdict = classify.classify(&outcome);
                     match outcome {
@@ -263,14 +265,18 @@ where
         };
         let success = result.is_ok();
         state.tracker.end(success, &state.config.clock);
-        report(&state, &result);
+        report(&state, &result, kind);
         Poll::Ready(result)
     }
 }
 
 /// The attempt's `tracing` event: debug for a success, info for a failure.
 /// Never a header: no `Authorization`, `Cookie` or `Proxy-Authorization`.
-fn report<E>(state: &AttemptState<'_>, result: &Result<reqwest::Response, Failure<E>>) {
+fn report<E>(
+    state: &AttemptState<'_>,
+    result: &Result<reqwest::Response, Failure<E>>,
+    kind: Option<&'static str>,
+) {
     let url = state
         .url
         .as_ref()
@@ -288,7 +294,7 @@ fn report<E>(state: &AttemptState<'_>, result: &Result<reqwest::Response, Failur
         Err(failure) => {
             let (status, error) = match failure {
                 Failure::Status { response, .. } => (Some(response.status().as_u16()), None),
-                Failure::Transport { .. } => (None, Some("transport error")),
+                Failure::Transport { .. } => (None, Some(kind.unwrap_or("middleware error"))),
             };
             let verdict = failure.verdict();
             let (retry_after_ms, clamped) = match verdict {
@@ -308,5 +314,25 @@ fn report<E>(state: &AttemptState<'_>, result: &Result<reqwest::Response, Failur
                 "steadfast-http: attempt failed"
             );
         }
+    }
+}
+
+/// What kind of transport failure an error is, for telemetry (the error's
+/// own message may hold the URL).
+fn error_kind(e: &reqwest::Error) -> &'static str {
+    if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "connection failed"
+    } else if e.is_body() {
+        "request body failed"
+    } else if e.is_request() {
+        "connection closed or reset before the response"
+    } else if e.is_builder() {
+        "the request could not be built"
+    } else if e.is_redirect() {
+        "redirect failed"
+    } else {
+        "transport error"
     }
 }
