@@ -90,3 +90,8 @@ pub use redact::RedactedUrl;
 pub use replay::ReqwestReplay;
 pub use report::Report;
 pub use retry_after::RetryAfter;
+
+/// The crate README's example, compiled as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
