@@ -162,19 +162,31 @@ fn benches(c: &mut Criterion) {
     g.sample_size(20);
     g.bench_function("steadfast-http", |b| {
         b.to_async(&rt).iter(|| async {
-            let r = ours.get(flaky(ids.fetch_add(1, Ordering::Relaxed))).send().await.unwrap();
+            let r = ours
+                .get(flaky(ids.fetch_add(1, Ordering::Relaxed)))
+                .send()
+                .await
+                .unwrap();
             assert_eq!(r.report().attempts, 3);
         });
     });
     g.bench_function("reqwest-retry", |b| {
         b.to_async(&rt).iter(|| async {
-            let r = retry_mw.get(flaky(ids.fetch_add(1, Ordering::Relaxed))).send().await.unwrap();
+            let r = retry_mw
+                .get(flaky(ids.fetch_add(1, Ordering::Relaxed)))
+                .send()
+                .await
+                .unwrap();
             assert!(r.status().is_success());
         });
     });
     g.bench_function("reqwest-builtin (no wait)", |b| {
         b.to_async(&rt).iter(|| async {
-            let r = builtin.get(flaky(ids.fetch_add(1, Ordering::Relaxed))).send().await.unwrap();
+            let r = builtin
+                .get(flaky(ids.fetch_add(1, Ordering::Relaxed)))
+                .send()
+                .await
+                .unwrap();
             assert!(r.status().is_success());
         });
     });

@@ -31,7 +31,10 @@ use steadfast::hedge::AdaptiveDelay;
 const IN_FLIGHT: usize = 8;
 
 fn setting<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 struct Figures {
@@ -42,7 +45,12 @@ struct Figures {
     extra: f64,
 }
 
-async fn measure(client: &steadfast_http::Client, url: &str, calls: usize, served: &AtomicU64) -> Figures {
+async fn measure(
+    client: &steadfast_http::Client,
+    url: &str,
+    calls: usize,
+    served: &AtomicU64,
+) -> Figures {
     // Warm up the pool (and the adaptive delay's window).
     futures::stream::iter(0..200)
         .for_each_concurrent(IN_FLIGHT, |_| async {
@@ -96,7 +104,11 @@ fn main() {
                 counter.fetch_add(1, Ordering::Relaxed);
                 async move {
                     let slow = fastrand::f64() < 0.02;
-                    let d = if slow { Duration::from_millis(200) } else { Duration::from_millis(1) };
+                    let d = if slow {
+                        Duration::from_millis(200)
+                    } else {
+                        Duration::from_millis(1)
+                    };
                     tokio::time::sleep(d).await;
                     "ok"
                 }
@@ -108,7 +120,10 @@ fn main() {
         format!("http://{addr}/tail")
     });
 
-    let none = steadfast_http::Client::builder().attempts(1).build().unwrap();
+    let none = steadfast_http::Client::builder()
+        .attempts(1)
+        .build()
+        .unwrap();
     let fixed = steadfast_http::Client::builder()
         .hedge(2, Duration::from_millis(10))
         .build()
@@ -125,7 +140,11 @@ fn main() {
         )
         .build()
         .unwrap();
-    let variants = [("none", &none), ("hedge-fixed-10ms", &fixed), ("hedge-adaptive-p95", &adaptive)];
+    let variants = [
+        ("none", &none),
+        ("hedge-fixed-10ms", &fixed),
+        ("hedge-adaptive-p95", &adaptive),
+    ];
     let mut results: Vec<Vec<Figures>> = variants.iter().map(|_| Vec::new()).collect();
     for _ in 0..rounds {
         for (i, (_, client)) in variants.iter().enumerate() {

@@ -26,7 +26,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 async move {
                     match n {
                         0 => StatusCode::SERVICE_UNAVAILABLE.into_response(),
-                        1 => (StatusCode::SERVICE_UNAVAILABLE, [("retry-after", "1")]).into_response(),
+                        1 => (StatusCode::SERVICE_UNAVAILABLE, [("retry-after", "1")])
+                            .into_response(),
                         _ => "hello".into_response(),
                     }
                 }

@@ -96,12 +96,14 @@ where
 {
     /// Runs one call: hedged if hedging is on and the method is
     /// idempotent, retried if the request may be sent again, else sent
-    /// once.
+    /// once. `why_once` is what the error says if the body turns out to be
+    /// a stream that cannot be sent again.
     pub(crate) async fn run(
         &self,
         rules: &Rules,
         request: reqwest::Request,
         retry_anyway: Option<bool>,
+        why_once: NotRetried,
     ) -> Result<(reqwest::Response, Report), Error> {
         let method = request.method().clone();
         let idempotent = is_idempotent(&method);
@@ -125,8 +127,9 @@ where
                 let report = tracker.report(true);
                 match result {
                     Ok(response) => Ok((response, report)),
-                    Err(e) => Err(Error::from_hedge(method, e, report)
-                        .sent_once_if(streaming, NotRetried::StreamingBody)),
+                    Err(e) => {
+                        Err(Error::from_hedge(method, e, report).sent_once_if(streaming, why_once))
+                    }
                 }
             }
             _ => {
@@ -138,7 +141,7 @@ where
                     Err(e) => {
                         let e = Error::from_retry(method, e, report);
                         Err(if retryable {
-                            e.sent_once_if(streaming, NotRetried::StreamingBody)
+                            e.sent_once_if(streaming, why_once)
                         } else {
                             e.sent_once(NotRetried::NotIdempotent)
                         })

@@ -19,15 +19,29 @@ pub enum NotRetried {
     NotIdempotent,
     /// The body is a stream, which cannot be sent again.
     StreamingBody,
+    /// The body is a stream longer than the buffer asked for
+    /// ([`RequestBuilder::buffer_body`](crate::RequestBuilder::buffer_body)).
+    BodyTooLarge {
+        /// The buffer's limit, in bytes.
+        limit: usize,
+    },
 }
 
 impl fmt::Display for NotRetried {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Self::BodyTooLarge { limit } = self {
+            return write!(
+                f,
+                "the body is a stream longer than the {limit}-byte buffer"
+            );
+        }
         f.write_str(match self {
             Self::NotIdempotent => {
                 "the method is not idempotent (opt in per request, per client, or with an Idempotency-Key header)"
             }
-            Self::StreamingBody => "the body is a stream, which cannot be sent again",
+            Self::StreamingBody | Self::BodyTooLarge { .. } => {
+                "the body is a stream, which cannot be sent again"
+            }
         })
     }
 }

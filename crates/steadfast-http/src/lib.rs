@@ -42,7 +42,9 @@
 //!   the client.
 //! - **Bodies**: a buffered body (bytes, text) is shared by every attempt;
 //!   a streaming body is sent once and never retried, and the error says
-//!   so ([`NotRetried::StreamingBody`]).
+//!   so ([`NotRetried::StreamingBody`]), unless the caller asks to buffer
+//!   it up to a limit ([`RequestBuilder::buffer_body`]; a stream longer
+//!   than that is still sent, once: [`NotRetried::BodyTooLarge`]).
 //! - **Attempts never multiply**: the inner `reqwest::Client` is built with
 //!   reqwest's own retries off (`reqwest::retry::never()`). If you bring
 //!   your own ([`ClientBuilder::reqwest_client`]), build it that way too.
@@ -72,6 +74,7 @@
 #![warn(missing_docs)]
 
 mod attempt;
+mod buffer;
 mod classify;
 mod client;
 mod engine;

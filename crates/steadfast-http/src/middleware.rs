@@ -47,7 +47,7 @@ use tower_service::Service;
 
 use crate::attempt::TransportError;
 use crate::engine::Layers;
-use crate::error::Last;
+use crate::error::{Last, NotRetried};
 
 /// A request extension that opts one request in (`Retryable(true)`) or
 /// out (`Retryable(false)`) of retries, whatever its method; set it with
@@ -94,7 +94,15 @@ impl Middleware for RetryMiddleware {
             next,
             extensions: extensions.clone(),
         });
-        match engine.run(&self.layers.rules, request, retry_anyway).await {
+        match engine
+            .run(
+                &self.layers.rules,
+                request,
+                retry_anyway,
+                NotRetried::StreamingBody,
+            )
+            .await
+        {
             Ok((mut response, report)) => {
                 response.extensions_mut().insert(report);
                 Ok(response)

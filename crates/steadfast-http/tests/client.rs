@@ -208,6 +208,58 @@ async fn a_streaming_body_is_sent_once_and_the_error_says_why() {
     assert_eq!(err.not_retried(), Some(NotRetried::StreamingBody));
 }
 
+fn stream_of(chunks: &[&'static [u8]]) -> reqwest::Body {
+    let frames: Vec<Result<http_body::Frame<Bytes>, std::io::Error>> = chunks
+        .iter()
+        .map(|c| Ok(http_body::Frame::data(Bytes::from_static(c))))
+        .collect();
+    reqwest::Body::wrap(http_body_util::StreamBody::new(futures::stream::iter(
+        frames,
+    )))
+}
+
+#[tokio::test]
+async fn a_streaming_body_buffered_within_its_limit_is_replayed() {
+    let server = Server::start().await;
+    let response = client(4)
+        .put(server.url("/fail-echo/2/x"))
+        .body(stream_of(&[b"part one, ", b"part two"]))
+        .buffer_body(1024)
+        .send()
+        .await
+        .expect("recovers");
+    assert_eq!(response.report().attempts, 3);
+    assert_eq!(response.text().await.expect("body"), "part one, part two");
+    assert_eq!(server.seen.requests("/fail-echo/2/x"), 3);
+}
+
+#[tokio::test]
+async fn a_streaming_body_over_its_buffer_is_sent_whole_once() {
+    let server = Server::start().await;
+    let err = client(4)
+        .put(server.url("/fail-echo/1/x"))
+        .body(stream_of(&[b"0123456789", b"abcdef"]))
+        .buffer_body(8)
+        .send()
+        .await
+        .expect_err("503, not retried");
+    assert_eq!(server.seen.requests("/fail-echo/1/x"), 1);
+    assert_eq!(err.reason(), StopReason::NotReplayable);
+    assert_eq!(
+        err.not_retried(),
+        Some(NotRetried::BodyTooLarge { limit: 8 })
+    );
+    // The server got every byte: the buffered prefix, then the rest.
+    let response = client(1)
+        .put(server.url("/fail-echo/1/x"))
+        .body(stream_of(&[b"0123456789", b"abcdef"]))
+        .buffer_body(8)
+        .send()
+        .await
+        .expect("the second request is answered");
+    assert_eq!(response.text().await.expect("body"), "0123456789abcdef");
+}
+
 #[tokio::test]
 async fn retry_after_in_seconds_is_honoured() {
     let server = Server::start().await;

@@ -14,8 +14,9 @@ pub use builder::{BuildError, ClientBuilder};
 pub use request::RequestBuilder;
 pub use response::Response;
 
+use crate::buffer::{Buffered, buffer};
 use crate::engine::{Engine, Rules};
-use crate::error::Error;
+use crate::error::{Error, NotRetried};
 
 struct Shared {
     engine: Engine<reqwest::Client>,
@@ -130,21 +131,35 @@ impl Client {
         RequestBuilder::new(self.clone(), inner)
     }
 
-    /// Runs a request built elsewhere; `retry_anyway` opts a
-    /// non-idempotent request in (`None`: the client's rules decide).
+    /// Runs a request built elsewhere (with reqwest's builder, say) under
+    /// the client's policy and rules.
     ///
     /// # Errors
     /// An [`Error`] when the call did not succeed: the engine's reason,
     /// attempts and time, and the last response or transport error.
-    pub async fn execute(
+    pub async fn execute(&self, request: reqwest::Request) -> Result<Response, Error> {
+        self.execute_with(request, None, None).await
+    }
+
+    /// Runs `request`: `retry_anyway` overrides the idempotency rule;
+    /// `buffer_limit` reads a streaming body into memory first.
+    pub(crate) async fn execute_with(
         &self,
-        request: reqwest::Request,
+        mut request: reqwest::Request,
         retry_anyway: Option<bool>,
+        buffer_limit: Option<usize>,
     ) -> Result<Response, Error> {
+        let why_once = match buffer_limit {
+            Some(limit) => match buffer(&mut request, limit).await {
+                Buffered::Replayable => NotRetried::StreamingBody,
+                Buffered::OverLimit => NotRetried::BodyTooLarge { limit },
+            },
+            None => NotRetried::StreamingBody,
+        };
         let shared = &*self.shared;
         let (response, report) = shared
             .engine
-            .run(&shared.rules, request, retry_anyway)
+            .run(&shared.rules, request, retry_anyway, why_once)
             .await?;
         Ok(Response::new(response, report))
     }

@@ -28,12 +28,14 @@ pub struct RequestBuilder {
     client: Client,
     inner: reqwest::RequestBuilder,
     retry_anyway: Option<bool>,
+    buffer_limit: Option<usize>,
 }
 
 impl fmt::Debug for RequestBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RequestBuilder")
             .field("retry_anyway", &self.retry_anyway)
+            .field("buffer_limit", &self.buffer_limit)
             .finish_non_exhaustive()
     }
 }
@@ -44,6 +46,7 @@ impl RequestBuilder {
             client,
             inner,
             retry_anyway: None,
+            buffer_limit: None,
         }
     }
 
@@ -104,6 +107,16 @@ impl RequestBuilder {
         self
     }
 
+    /// Reads a streaming body into memory before the first attempt, up to
+    /// `limit` bytes, so it can be replayed. A stream longer than that is
+    /// still sent whole, once ([`NotRetried::BodyTooLarge`](crate::NotRetried::BodyTooLarge)
+    /// says why it was not retried). Bodies that are bytes already are not
+    /// copied.
+    pub fn buffer_body(mut self, limit: usize) -> Self {
+        self.buffer_limit = Some(limit);
+        self
+    }
+
     /// Never retries this request, whatever its method.
     pub fn no_retry(mut self) -> Self {
         self.retry_anyway = Some(false);
@@ -128,9 +141,14 @@ impl RequestBuilder {
             client,
             inner,
             retry_anyway,
+            buffer_limit,
         } = self;
         match inner.build() {
-            Ok(request) => client.execute(request, retry_anyway).await,
+            Ok(request) => {
+                client
+                    .execute_with(request, retry_anyway, buffer_limit)
+                    .await
+            }
             Err(e) => Err(Error::not_built(e)),
         }
     }

@@ -85,6 +85,7 @@ impl Drop for Handler {
 
 /// `/{kind}/{n}/{arg}` (any method):
 /// - `fail/N/STATUS`: STATUS for the first N requests to this path, then 200 `ok`;
+/// - `fail-echo/N/_`: 503 for the first N requests, then 200 with the request body;
 /// - `retry-after-secs/N/VALUE`: 503 with `Retry-After: VALUE` N times, then 200;
 /// - `retry-after-date/N/SECS`: 503 with `Retry-After:` the date SECS from now, N times, then 200;
 /// - `random/PERCENT/_`: 503 with probability PERCENT %, else 200;
@@ -123,6 +124,8 @@ async fn handle(
             )
                 .into_response()
         }
+        "fail-echo" if count <= n => (StatusCode::SERVICE_UNAVAILABLE, "failure").into_response(),
+        "fail-echo" => body.into_response(),
         "retry-after-secs" if count <= n => (
             StatusCode::SERVICE_UNAVAILABLE,
             [("retry-after", arg)],
