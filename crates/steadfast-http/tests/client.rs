@@ -450,6 +450,25 @@ async fn hedged_get_returns_the_fast_copy_and_the_slow_one_is_closed() {
 }
 
 #[tokio::test]
+async fn a_failed_copy_sends_the_next_one_at_once() {
+    let server = Server::start().await;
+    let client = Client::builder()
+        .hedge(3, Duration::from_secs(30))
+        .build()
+        .expect("valid client");
+    let started = std::time::Instant::now();
+    let response = client
+        .get(server.url("/fail/1/503"))
+        .send()
+        .await
+        .expect("the second copy succeeds");
+    assert_eq!(response.report().attempts, 2);
+    assert_eq!(response.report().hedges, 1);
+    // Not after the 30 s hedging delay: at once, when the first copy failed.
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[tokio::test]
 async fn hedging_with_zero_delay_sends_all_copies_at_once() {
     let server = Server::start().await;
     let client = Client::builder()

@@ -139,7 +139,10 @@ impl ClientBuilder {
     /// at once) or at once when a copy fails; the first success wins and
     /// the others are aborted. A fixed delay or an adaptive one
     /// ([`AdaptiveDelay`](steadfast::hedge::AdaptiveDelay)). Hedged calls
-    /// do not also retry: the copies are their attempts.
+    /// do not also retry: the copies are their attempts, bounded by the
+    /// [`deadline`](Self::deadline) (the per-attempt timeout does not apply
+    /// to them). Non-idempotent requests are never hedged; if opted in,
+    /// they are retried instead.
     pub fn hedge(mut self, copies: u32, delay: impl Into<HedgeDelay>) -> Self {
         self.hedge = Some(Hedging::Copies(copies, delay.into()));
         self
