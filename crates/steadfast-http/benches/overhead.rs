@@ -22,7 +22,10 @@ use reqwest_retry::RetryTransientMiddleware;
 use reqwest_retry::policies::ExponentialBackoff;
 
 fn setting<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -86,7 +89,12 @@ fn main() {
         ("reqwest (bare)", Contender::Bare(bare())),
         (
             "steadfast-http",
-            Contender::Steadfast(steadfast_http::Client::builder().attempts(3).build().unwrap()),
+            Contender::Steadfast(
+                steadfast_http::Client::builder()
+                    .attempts(3)
+                    .build()
+                    .unwrap(),
+            ),
         ),
         (
             "reqwest-retry",
