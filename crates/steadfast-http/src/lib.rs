@@ -1,7 +1,7 @@
 //! # steadfast-http
 //!
 //! An HTTP client on [reqwest] whose calls survive flaky servers, driven by
-//! the [steadfast](steadfast) engine: safe retries with jittered backoff,
+//! the [`steadfast`] engine: safe retries with jittered backoff,
 //! `Retry-After` honoured and clamped, hedged requests (the first success
 //! wins), one overall deadline sent to the server on every attempt, and a
 //! report of how each call went.
