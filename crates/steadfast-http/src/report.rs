@@ -5,7 +5,6 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use steadfast::Clock;
-use steadfast::retry::DefaultClock;
 
 /// How a call went, on a [`Response`](crate::Response) and an
 /// [`Error`](crate::Error).
@@ -42,7 +41,7 @@ pub(crate) struct Tracker {
 
 impl Tracker {
     /// An attempt starts: its number (from 1) and the wait before it.
-    pub(crate) fn start(&self, clock: &DefaultClock) -> (u32, Duration) {
+    pub(crate) fn start(&self, clock: &impl Clock) -> (u32, Duration) {
         let number = self
             .attempts
             .fetch_add(1, Ordering::Relaxed)
@@ -61,7 +60,7 @@ impl Tracker {
 
     /// An attempt ended; `last_word` says the call ends with it (a success),
     /// so no wait can follow and the clock is not read.
-    pub(crate) fn end(&self, last_word: bool, clock: &DefaultClock) {
+    pub(crate) fn end(&self, last_word: bool, clock: &impl Clock) {
         if self.in_flight.fetch_sub(1, Ordering::AcqRel) == 1
             && !last_word
             && let Ok(mut since) = self.idle_since.lock()
@@ -89,6 +88,56 @@ impl Tracker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use steadfast::clock::VirtualClock;
+    use steadfast::retry::DefaultClock;
+
+    proptest! {
+        /// Sequential attempts separated by waits: every attempt is
+        /// counted, and the total wait is the sum of the gaps between a
+        /// failure and the next attempt (the attempts' own time is not).
+        #[test]
+        fn sequential_attempts_sum_their_gaps(
+            steps in proptest::collection::vec((0_u64..5_000, 0_u64..5_000), 1..20),
+        ) {
+            let clock = VirtualClock::manual();
+            let t = Tracker::default();
+            let mut expected = Duration::ZERO;
+            let last = steps.len() - 1;
+            for (i, (busy, gap)) in steps.iter().enumerate() {
+                let (n, waited) = t.start(&clock);
+                prop_assert_eq!(n as usize, i + 1);
+                if i > 0 {
+                    expected += Duration::from_millis(steps[i - 1].1);
+                    prop_assert_eq!(waited, Duration::from_millis(steps[i - 1].1));
+                }
+                clock.advance(Duration::from_millis(*busy));
+                t.end(i == last, &clock);
+                clock.advance(Duration::from_millis(*gap));
+            }
+            let report = t.report(false);
+            prop_assert_eq!(report.attempts as usize, steps.len());
+            prop_assert_eq!(report.total_wait, expected);
+            prop_assert_eq!(report.hedges, 0);
+        }
+
+        /// Copies that overlap never count as waiting, whatever the order
+        /// they start and end in.
+        #[test]
+        fn overlapping_copies_never_wait(copies in 2_u32..10, step_ms in 1_u64..100) {
+            let clock = VirtualClock::manual();
+            let t = Tracker::default();
+            for _ in 0..copies {
+                t.start(&clock);
+                clock.advance(Duration::from_millis(step_ms));
+            }
+            for i in 0..copies {
+                t.end(i + 1 == copies, &clock);
+            }
+            prop_assert_eq!(t.report(true).total_wait, Duration::ZERO);
+            prop_assert_eq!(t.report(true).hedges, copies - 1);
+        }
+    }
 
     #[tokio::test(start_paused = true)]
     async fn counts_attempts_and_the_gaps_between_them() {
