@@ -582,3 +582,14 @@ async fn a_thousand_calls_with_20_percent_503s_all_succeed_without_leaks() {
         metrics.num_alive_tasks()
     );
 }
+
+#[tokio::test]
+async fn calls_can_be_spawned() {
+    fn spawnable<F: std::future::Future + Send + 'static>(f: F) -> F {
+        f
+    }
+    let server = Server::start().await;
+    let call = spawnable(client(2).get(server.url("/fail/1/503")).send());
+    let response = tokio::spawn(call).await.expect("joined").expect("recovers");
+    assert_eq!(response.report().attempts, 2);
+}
