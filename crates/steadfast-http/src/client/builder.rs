@@ -33,6 +33,7 @@ use crate::replay::ReqwestReplay;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[must_use = "a builder does nothing until built"]
+#[derive(Clone)]
 pub struct ClientBuilder {
     reqwest: Option<reqwest::Client>,
     attempts: u32,
@@ -49,6 +50,7 @@ pub struct ClientBuilder {
     name: Option<&'static str>,
 }
 
+#[derive(Clone)]
 enum Hedging {
     Copies(u32, HedgeDelay),
     Policy(HedgePolicy),
