@@ -593,3 +593,93 @@ async fn calls_can_be_spawned() {
     let response = tokio::spawn(call).await.expect("joined").expect("recovers");
     assert_eq!(response.report().attempts, 2);
 }
+
+#[tokio::test]
+async fn a_shared_control_refuses_retries_once_its_tokens_run_low() {
+    use steadfast::control::TokenBucket;
+    let server = Server::start().await;
+    // gRFC A6 throttling: retries stop while tokens <= max / 2. With 4
+    // tokens, each failure costs one: after two failures no retry is allowed.
+    let bucket = Arc::new(
+        TokenBucket::builder()
+            .max_tokens(4)
+            .token_ratio(0.1)
+            .build()
+            .expect("valid bucket"),
+    );
+    let client = Client::builder()
+        .attempts(5)
+        .backoff(backoff(1))
+        .control(bucket)
+        .build()
+        .expect("valid client");
+    let err = client
+        .get(server.url("/fail/9/503"))
+        .send()
+        .await
+        .expect_err("throttled");
+    assert_eq!(err.reason(), StopReason::Throttled);
+    assert_eq!(err.attempts(), 2);
+    assert!(err.refused_by().is_some());
+    assert_eq!(server.seen.requests("/fail/9/503"), 2);
+}
+
+#[tokio::test]
+async fn execute_runs_a_prebuilt_request_and_the_header_name_is_configurable() {
+    use steadfast::deadline::HeaderFormat;
+    let server = Server::start().await;
+    let client = Client::builder()
+        .deadline(Duration::from_secs(3))
+        .deadline_header(
+            DeadlineHeader::new("x-timeout-ms", HeaderFormat::Milliseconds).expect("valid name"),
+        )
+        .build()
+        .expect("valid client");
+    let request = client
+        .get(server.url("/fail/0/x"))
+        .build()
+        .expect("a request");
+    let response = client.execute(request).await.expect("ok");
+    assert_eq!(response.status(), 200);
+    // The configured header carries the time left, in milliseconds; the default one is not sent.
+    assert_eq!(server.seen.deadlines(), vec![None]);
+    let headers = server.seen.headers.lock().expect("lock");
+    let ms: u64 = headers[0]
+        .get("x-timeout-ms")
+        .expect("the configured header")
+        .to_str()
+        .expect("text")
+        .parse()
+        .expect("milliseconds");
+    assert!(ms > 0 && ms <= 3000, "{ms}");
+}
+
+#[tokio::test]
+async fn no_deadline_header_when_turned_off() {
+    let server = Server::start().await;
+    let client = Client::builder()
+        .deadline(Duration::from_secs(3))
+        .no_deadline_header()
+        .build()
+        .expect("valid client");
+    client
+        .get(server.url("/fail/0/x"))
+        .send()
+        .await
+        .expect("ok");
+    assert_eq!(server.seen.deadlines(), vec![None]);
+}
+
+#[tokio::test]
+async fn bad_settings_are_errors_naming_the_field() {
+    let err = Client::builder()
+        .attempts(0)
+        .build()
+        .expect_err("0 attempts");
+    assert!(err.to_string().contains("max_attempts"), "{err}");
+    let err = Client::builder()
+        .hedge(0, Duration::ZERO)
+        .build()
+        .expect_err("0 copies");
+    assert!(err.to_string().contains("max_attempts"), "{err}");
+}

@@ -37,6 +37,8 @@ pub struct Seen {
     pub deadlines: Mutex<Vec<Option<String>>>,
     /// The method of each request, in order.
     pub methods: Mutex<Vec<Method>>,
+    /// The headers of each request, in order.
+    pub headers: Mutex<Vec<HeaderMap>>,
 }
 
 impl Seen {
@@ -111,6 +113,7 @@ async fn handle(
             .map(str::to_owned),
     );
     seen.methods.lock().expect("lock").push(method);
+    seen.headers.lock().expect("lock").push(headers.clone());
     let count = seen.count(uri.path());
     let response = match kind.as_str() {
         "fail" if count <= n => {
