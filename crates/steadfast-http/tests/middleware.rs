@@ -152,3 +152,27 @@ async fn a_transport_failure_is_the_engines_error() {
     assert_eq!(e.attempts(), 2);
     assert!(e.transport_error().is_some_and(reqwest::Error::is_connect));
 }
+
+#[tokio::test]
+async fn hedging_through_the_stack_returns_the_fast_copy() {
+    let server = Server::start().await;
+    let hedge = Client::builder()
+        .hedge(2, Duration::from_millis(50))
+        .build_middleware()
+        .expect("valid middleware");
+    let client = ClientBuilder::new(reqwest::Client::new())
+        .with(hedge)
+        .build();
+    let response = client
+        .get(server.url("/hedge/0/x"))
+        .send()
+        .await
+        .expect("the fast copy");
+    let report = *response.extensions().get::<Report>().expect("a report");
+    assert_eq!((report.attempts, report.hedges), (2, 1));
+    assert_eq!(response.text().await.expect("body"), "fast");
+    assert!(
+        support::server::eventually(|| server.seen.cancelled.load(Ordering::SeqCst) == 1).await,
+        "the slow copy was aborted"
+    );
+}
