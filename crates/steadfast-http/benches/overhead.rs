@@ -33,8 +33,22 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+type Layered = steadfast_tower::RetryService<
+    reqwest::Client,
+    std::sync::Arc<steadfast::RetryPolicy>,
+    steadfast::AnyError,
+    steadfast_http::ReqwestReplay,
+    steadfast::retry::DefaultClock,
+>;
+
 enum Contender {
     Bare(reqwest::Client),
+    /// The bare client, with a `try_clone` of each request first (the
+    /// replay copy's cost).
+    BareCopy(reqwest::Client),
+    /// `steadfast-tower`'s `RetryLayer` + `ReqwestReplay` straight over the
+    /// `reqwest::Client` (no attempt service, no classification).
+    Layer(Layered),
     Steadfast(steadfast_http::Client),
     Middleware(reqwest_middleware::ClientWithMiddleware),
 }
@@ -43,6 +57,23 @@ impl Contender {
     async fn get(&self, url: &str) {
         let bytes = match self {
             Self::Bare(c) => c.get(url).send().await.unwrap().bytes().await.unwrap(),
+            Self::BareCopy(c) => {
+                let request = c.get(url).build().unwrap();
+                let copy = request.try_clone().unwrap();
+                drop(request);
+                c.execute(copy).await.unwrap().bytes().await.unwrap()
+            }
+            Self::Layer(s) => {
+                use tower::ServiceExt;
+                let request = reqwest::Request::new(reqwest::Method::GET, url.parse().unwrap());
+                s.clone()
+                    .oneshot(request)
+                    .await
+                    .unwrap()
+                    .bytes()
+                    .await
+                    .unwrap()
+            }
             Self::Steadfast(c) => c.get(url).send().await.unwrap().bytes().await.unwrap(),
             Self::Middleware(c) => c.get(url).send().await.unwrap().bytes().await.unwrap(),
         };
@@ -95,6 +126,20 @@ fn main() {
                     .build()
                     .unwrap(),
             ),
+        ),
+        ("reqwest + try_clone", Contender::BareCopy(bare())),
+        (
+            "tower RetryLayer",
+            Contender::Layer(tower::Layer::layer(
+                &steadfast_tower::RetryLayer::new(std::sync::Arc::new(
+                    steadfast::RetryPolicy::builder()
+                        .max_attempts(3)
+                        .build()
+                        .unwrap(),
+                ))
+                .replay(steadfast_http::ReqwestReplay),
+                bare(),
+            )),
         ),
         (
             "reqwest-retry",
