@@ -42,6 +42,8 @@ pub enum Command {
     /// Simulate many clients retrying against a server, and write a report.
     #[command(long_about = SIMULATE_ABOUT, after_long_help = SIMULATE_EXAMPLES)]
     Simulate(SimulateArgs),
+    /// Send an HTTP request, retrying it while the server is unavailable (see `get --help`).
+    Get(crate::get::GetArgs),
 }
 
 const SIMULATE_ABOUT: &str = "\

@@ -13,6 +13,7 @@ pub mod codes;
 pub mod duration;
 pub mod exit;
 pub mod fuzzing;
+pub mod get;
 pub mod input;
 pub mod interrupt;
 pub mod plot;

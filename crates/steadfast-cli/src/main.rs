@@ -43,6 +43,7 @@ fn main() -> ExitCode {
         }
         Command::Schedule(args) => steadfast_cli::schedule::run(args),
         Command::Simulate(args) => steadfast_cli::simulate::run(args),
+        Command::Get(args) => steadfast_cli::get::run(args),
     };
     match u8::try_from(code) {
         Ok(c) => ExitCode::from(c),

@@ -97,6 +97,9 @@ pub enum NotReplayable {
     /// being written, such as a client-streaming gRPC call), and the replay
     /// does not wait for it ([`HttpReplay::without_waiting`]).
     BodyStreaming,
+    /// The body is a stream that the request type cannot copy (a
+    /// `reqwest::Body` made from a stream, say); it is sent as it is.
+    Streaming,
 }
 
 impl fmt::Display for NotReplayable {
@@ -109,6 +112,7 @@ impl fmt::Display for NotReplayable {
             Self::BodyStreaming => {
                 f.write_str("the body was still streaming when the call started")
             }
+            Self::Streaming => f.write_str("the body is a stream that cannot be copied"),
         }
     }
 }

@@ -1,0 +1,340 @@
+//! `steadfast get` end to end: the real binary against a real axum server
+//! on 127.0.0.1 with injected faults. Exit codes, `-v` output, and body
+//! bytes identical to what the server sent.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+
+mod command;
+
+use command::{STEADFAST, code, stderr};
+
+const FAST: &str = "constant:delay=1ms";
+
+#[derive(Default)]
+struct Seen {
+    requests: Mutex<HashMap<String, u32>>,
+    headers: Mutex<Vec<HeaderMap>>,
+}
+
+impl Seen {
+    fn requests(&self, path: &str) -> u32 {
+        self.requests
+            .lock()
+            .expect("lock")
+            .get(path)
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+/// The bytes `/bytes/N/_` answers with: every byte value, over and over.
+fn binary(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i % 256) as u8).collect()
+}
+
+/// `/fail/N/STATUS`, `/retry-after/N/VALUE`, `/bytes/LEN/_`, `/echo/_/_`.
+async fn handle(
+    State(seen): State<Arc<Seen>>,
+    Path((kind, n, arg)): Path<(String, u32, String)>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    seen.headers.lock().expect("lock").push(headers);
+    let count = {
+        let mut all = seen.requests.lock().expect("lock");
+        let c = all.entry(uri.path().to_owned()).or_default();
+        *c += 1;
+        *c
+    };
+    match kind.as_str() {
+        "fail" if count <= n => {
+            let status = arg.parse().ok().and_then(|s| StatusCode::from_u16(s).ok());
+            (
+                status.unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                "failure",
+            )
+                .into_response()
+        }
+        "retry-after" if count <= n => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [("retry-after", arg)],
+            "later",
+        )
+            .into_response(),
+        "bytes" => binary(n as usize).into_response(),
+        "echo" => body.into_response(),
+        _ => "ok".into_response(),
+    }
+}
+
+struct Server {
+    addr: SocketAddr,
+    seen: Arc<Seen>,
+}
+
+impl Server {
+    async fn start() -> Self {
+        let seen = Arc::new(Seen::default());
+        let router = Router::new()
+            .route("/{kind}/{n}/{arg}", any(handle))
+            .with_state(Arc::clone(&seen));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("address");
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, router).await;
+        });
+        Self { addr, seen }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+}
+
+/// Runs `steadfast get <args>` without blocking the server's runtime.
+async fn get(args: &[&str]) -> Output {
+    let args: Vec<String> = std::iter::once("get".to_owned())
+        .chain(args.iter().map(|s| (*s).to_owned()))
+        .collect();
+    tokio::task::spawn_blocking(move || {
+        Command::new(STEADFAST)
+            .args(&args)
+            .output()
+            .expect("steadfast runs")
+    })
+    .await
+    .expect("the child finished")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_body_is_written_byte_for_byte() {
+    let server = Server::start().await;
+    let out = get(&[&server.url("/bytes/100000/x")]).await;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(out.stdout, binary(100_000));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recovers_and_verbose_prints_each_attempt() {
+    let server = Server::start().await;
+    let out = get(&["--backoff", FAST, "-v", &server.url("/fail/2/503")]).await;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(out.stdout, b"ok");
+    let err = stderr(&out);
+    assert!(err.contains("attempt 1: 503 Service Unavailable"), "{err}");
+    assert!(err.contains("attempt 2 (after waiting"), "{err}");
+    assert!(err.contains("attempt 3 (after waiting"), "{err}");
+    assert!(err.contains(": 200 OK"), "{err}");
+    assert_eq!(server.seen.requests("/fail/2/503"), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verbose_says_when_retry_after_is_honoured_or_clamped() {
+    let server = Server::start().await;
+    let out = get(&[
+        "-v",
+        "--max-delay",
+        "20ms",
+        &server.url("/retry-after/1/3600"),
+    ])
+    .await;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("Retry-After 1h clamped to the max delay"),
+        "{}",
+        stderr(&out)
+    );
+    let out = get(&["-v", &server.url("/retry-after/1/1")]).await;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("Retry-After 1s honoured"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_error_status_exits_22_without_the_body() {
+    let server = Server::start().await;
+    let out = get(&[&server.url("/fail/1/404")]).await;
+    assert_eq!(code(&out), 22);
+    assert!(out.stdout.is_empty());
+    assert!(stderr(&out).contains("404"), "{}", stderr(&out));
+    assert_eq!(
+        server.seen.requests("/fail/1/404"),
+        1,
+        "a 404 is not retried"
+    );
+
+    let out = get(&[
+        "--attempts",
+        "2",
+        "--backoff",
+        FAST,
+        &server.url("/fail/9/503"),
+    ])
+    .await;
+    assert_eq!(code(&out), 22);
+    assert!(
+        stderr(&out).contains("attempts exhausted"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(server.seen.requests("/fail/9/503"), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_response_exits_7() {
+    let addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("address")
+    };
+    let out = get(&[
+        "--attempts",
+        "2",
+        "--backoff",
+        FAST,
+        &format!("http://{addr}/"),
+    ])
+    .await;
+    assert_eq!(code(&out), 7, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("after 2 attempts"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_deadline_ends_it_with_124() {
+    let server = Server::start().await;
+    let out = get(&["--deadline", "2s", &server.url("/retry-after/9/31536000")]).await;
+    assert_eq!(code(&out), 124, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("deadline exceeded"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(server.seen.requests("/retry-after/9/31536000"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn post_is_sent_once_unless_opted_in() {
+    let server = Server::start().await;
+    let out = get(&[
+        "-d",
+        "pay 42",
+        "--backoff",
+        FAST,
+        &server.url("/fail/1/503"),
+    ])
+    .await;
+    assert_eq!(code(&out), 22);
+    assert!(stderr(&out).contains("not idempotent"), "{}", stderr(&out));
+    assert_eq!(server.seen.requests("/fail/1/503"), 1);
+
+    let out = get(&[
+        "-d",
+        "pay 42",
+        "--retry-non-idempotent",
+        "--backoff",
+        FAST,
+        &server.url("/fail/1/502"),
+    ])
+    .await;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(server.seen.requests("/fail/1/502"), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_binary_from_a_file_headers_and_output_file() {
+    let server = Server::start().await;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let input = dir.path().join("in.bin");
+    let output = dir.path().join("out.bin");
+    std::fs::write(&input, binary(5000)).expect("write the input");
+    let out = get(&[
+        "-X",
+        "PUT",
+        "-H",
+        "X-Trace: abc123",
+        "--data-binary",
+        &format!("@{}", input.display()),
+        "--deadline",
+        "30s",
+        "-o",
+        output.to_str().expect("UTF-8"),
+        &server.url("/echo/0/x"),
+    ])
+    .await;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(out.stdout.is_empty());
+    assert_eq!(std::fs::read(&output).expect("the output"), binary(5000));
+    let headers = server.seen.headers.lock().expect("lock");
+    let sent = headers.last().expect("a request");
+    assert_eq!(
+        sent.get("x-trace").map(axum::http::HeaderValue::as_bytes),
+        Some(&b"abc123"[..])
+    );
+    assert!(
+        sent.get("x-steadfast-timeout").is_some(),
+        "the deadline travels"
+    );
+}
+
+#[test]
+fn usage_errors_name_the_flag() {
+    for (args, flag) in [
+        (
+            vec!["get", "-H", "no colon", "http://127.0.0.1:9/"],
+            "--header",
+        ),
+        (
+            vec!["get", "--attempts", "0", "http://127.0.0.1:9/"],
+            "--attempts",
+        ),
+        (
+            vec!["get", "--deadline", "soon", "http://127.0.0.1:9/"],
+            "--deadline",
+        ),
+        (
+            vec!["get", "--backoff", "bogus", "http://127.0.0.1:9/"],
+            "--backoff",
+        ),
+        (
+            vec!["get", "--hedge-delay", "5ms", "http://127.0.0.1:9/"],
+            "--hedge",
+        ),
+    ] {
+        let out = Command::new(STEADFAST)
+            .args(&args)
+            .output()
+            .expect("steadfast runs");
+        assert_eq!(code(&out), 2, "{args:?}");
+        assert!(stderr(&out).contains(flag), "{args:?}: {}", stderr(&out));
+    }
+    let out = Command::new(STEADFAST)
+        .args([
+            "get",
+            "--data-binary",
+            "@/nonexistent/file",
+            "http://127.0.0.1:9/",
+        ])
+        .output()
+        .expect("steadfast runs");
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("--data-binary"), "{}", stderr(&out));
+}

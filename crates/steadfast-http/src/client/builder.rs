@@ -1,0 +1,381 @@
+use std::error::Error as StdError;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::HeaderName;
+use steadfast::deadline::DeadlineHeader;
+use steadfast::hedge::HedgeDelay;
+use steadfast::retry::DefaultClock;
+use steadfast::{Backoff, Classify, ConfigError, HedgePolicy, RetryControl, RetryPolicy};
+use steadfast_tower::{HedgeLayer, RetryLayer};
+
+use super::{Client, Shared};
+use crate::attempt::{AttemptConfig, ByVerdict, SharedClassifier};
+use crate::classify::DefaultClassifier;
+use crate::engine::{Layers, Rules};
+use crate::replay::ReqwestReplay;
+
+/// Configures a [`Client`] once: attempts, backoff, deadlines, a retry
+/// control, hedging, the classifier and the inner `reqwest::Client`.
+///
+/// ```
+/// use std::time::Duration;
+/// use steadfast::Backoff;
+///
+/// let client = steadfast_http::Client::builder()
+///     .attempts(4)
+///     .backoff(Backoff::exponential().initial(Duration::from_millis(50)).build()?)
+///     .deadline(Duration::from_secs(10))
+///     .attempt_timeout(Duration::from_secs(2))
+///     .build()?;
+/// # let _ = client;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[must_use = "a builder does nothing until built"]
+#[derive(Clone)]
+pub struct ClientBuilder {
+    reqwest: Option<reqwest::Client>,
+    attempts: u32,
+    backoff: Option<Backoff>,
+    max_delay: Option<Duration>,
+    deadline: Option<Duration>,
+    attempt_timeout: Option<Duration>,
+    control: Option<Arc<dyn RetryControl>>,
+    hedge: Option<Hedging>,
+    header: Option<DeadlineHeader>,
+    retry_non_idempotent: bool,
+    idempotency_key: Option<HeaderName>,
+    classify: SharedClassifier,
+    name: Option<&'static str>,
+}
+
+#[derive(Clone)]
+enum Hedging {
+    Copies(u32, HedgeDelay),
+    Policy(HedgePolicy),
+}
+
+impl fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("attempts", &self.attempts)
+            .field("backoff", &self.backoff)
+            .field("max_delay", &self.max_delay)
+            .field("deadline", &self.deadline)
+            .field("attempt_timeout", &self.attempt_timeout)
+            .field("hedging", &self.hedge.is_some())
+            .field("header", &self.header)
+            .field("retry_non_idempotent", &self.retry_non_idempotent)
+            .field("idempotency_key", &self.idempotency_key)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for ClientBuilder {
+    fn default() -> Self {
+        Self {
+            reqwest: None,
+            attempts: 3,
+            backoff: None,
+            max_delay: None,
+            deadline: None,
+            attempt_timeout: None,
+            control: None,
+            hedge: None,
+            header: Some(DeadlineHeader::DEFAULT),
+            retry_non_idempotent: false,
+            idempotency_key: Some(HeaderName::from_static("idempotency-key")),
+            classify: Arc::new(DefaultClassifier),
+            name: None,
+        }
+    }
+}
+
+impl ClientBuilder {
+    /// Attempts per call, counting the first (default 3; 1 = no retry).
+    pub fn attempts(mut self, attempts: u32) -> Self {
+        self.attempts = attempts;
+        self
+    }
+
+    /// The backoff between attempts: any core schedule (default:
+    /// exponential from 100 ms with full jitter, the core's default).
+    pub fn backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = Some(backoff);
+        self
+    }
+
+    /// The longest single wait, for the schedule and for a server's
+    /// `Retry-After` alike (the core's default is 5 minutes).
+    pub fn max_delay(mut self, max: Duration) -> Self {
+        self.max_delay = Some(max);
+        self
+    }
+
+    /// The overall deadline of a call, every attempt and wait included. A
+    /// wait that would end past it is not started. An ambient deadline
+    /// (`steadfast::deadline::scope`) also bounds the call.
+    pub fn deadline(mut self, limit: Duration) -> Self {
+        self.deadline = Some(limit);
+        self
+    }
+
+    /// The time limit of each attempt; one that runs out is retried.
+    pub fn attempt_timeout(mut self, limit: Duration) -> Self {
+        self.attempt_timeout = Some(limit);
+        self
+    }
+
+    /// A retry control (budget, token bucket, throttle) shared by retries
+    /// and hedges; share the same `Arc` between clients to bound them
+    /// together.
+    pub fn control(mut self, control: Arc<dyn RetryControl>) -> Self {
+        self.control = Some(control);
+        self
+    }
+
+    /// Hedges idempotent requests: up to `copies` copies (counting the
+    /// first), the next one sent `delay` after the previous one (zero: all
+    /// at once) or at once when a copy fails; the first success wins and
+    /// the others are aborted. A fixed delay or an adaptive one
+    /// ([`AdaptiveDelay`](steadfast::hedge::AdaptiveDelay)). Hedged calls
+    /// do not also retry: the copies are their attempts, bounded by the
+    /// [`deadline`](Self::deadline) (the per-attempt timeout does not apply
+    /// to them). Non-idempotent requests are never hedged; if opted in,
+    /// they are retried instead.
+    pub fn hedge(mut self, copies: u32, delay: impl Into<HedgeDelay>) -> Self {
+        self.hedge = Some(Hedging::Copies(copies, delay.into()));
+        self
+    }
+
+    /// Hedges under a complete core [`HedgePolicy`] (its own deadline and
+    /// control; [`deadline`](Self::deadline) and [`control`](Self::control)
+    /// are not added to it).
+    pub fn hedge_policy(mut self, policy: HedgePolicy) -> Self {
+        self.hedge = Some(Hedging::Policy(policy));
+        self
+    }
+
+    /// The header that carries each attempt's time left (default
+    /// `x-steadfast-timeout`, in the `grpc-timeout` format).
+    pub fn deadline_header(mut self, header: DeadlineHeader) -> Self {
+        self.header = Some(header);
+        self
+    }
+
+    /// Sends no deadline header.
+    pub fn no_deadline_header(mut self) -> Self {
+        self.header = None;
+        self
+    }
+
+    /// Retries every method, POST and PATCH included (off by default: a
+    /// retried POST can pay twice).
+    pub fn retry_non_idempotent(mut self, yes: bool) -> Self {
+        self.retry_non_idempotent = yes;
+        self
+    }
+
+    /// The header whose presence makes a request retryable whatever its
+    /// method (default `Idempotency-Key`); `None` turns the rule off.
+    pub fn idempotency_key_header(mut self, name: Option<HeaderName>) -> Self {
+        self.idempotency_key = name;
+        self
+    }
+
+    /// Classifies each attempt's outcome with `classify` instead of
+    /// [`DefaultClassifier`]; it sees the status, the headers and the error.
+    ///
+    /// ```
+    /// use steadfast::{ClassifyFn, Verdict};
+    ///
+    /// // Also retry 501, which the default treats as final.
+    /// let client = steadfast_http::Client::builder()
+    ///     .classify(ClassifyFn::new(|o: &steadfast_http::Outcome| match o {
+    ///         Ok(r) if r.status().is_server_error() => Verdict::Retry,
+    ///         Ok(_) => Verdict::Success,
+    ///         Err(_) => Verdict::Retry,
+    ///     }))
+    ///     .build()?;
+    /// # let _ = client;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn classify<K>(mut self, classify: K) -> Self
+    where
+        K: Classify<reqwest::Response, reqwest::Error> + Send + Sync + 'static,
+    {
+        self.classify = Arc::new(classify);
+        self
+    }
+
+    /// Sends through this `reqwest::Client` (its pool, TLS, proxies).
+    ///
+    /// Build it with `.retry(reqwest::retry::never())`: reqwest's own
+    /// client retries HTTP/2 GOAWAY and REFUSED_STREAM by default, and two
+    /// retry layers multiply attempts. Without this call the client builds
+    /// its own with reqwest's retries off.
+    pub fn reqwest_client(mut self, client: reqwest::Client) -> Self {
+        self.reqwest = Some(client);
+        self
+    }
+
+    /// Names the client's calls in errors and telemetry.
+    pub fn name(mut self, name: &'static str) -> Self {
+        self.name = Some(name);
+        self
+    }
+
+    /// Builds the client.
+    ///
+    /// # Errors
+    /// A [`BuildError`] naming the setting and its rule (attempts = 0, a
+    /// bad header name, ...), or reqwest's error if its client fails to
+    /// build.
+    pub fn build(self) -> Result<Client, BuildError> {
+        let (layers, reqwest) = self.layers()?;
+        let reqwest = match reqwest {
+            Some(client) => client,
+            None => reqwest::Client::builder()
+                .retry(reqwest::retry::never())
+                .build()
+                .map_err(BuildError::Reqwest)?,
+        };
+        Ok(Client {
+            shared: Arc::new(Shared {
+                engine: layers.engine(reqwest),
+                rules: layers.rules,
+            }),
+        })
+    }
+
+    /// Builds a `reqwest-middleware` middleware with these settings (the
+    /// inner `reqwest::Client`, if one was given, is not used: the
+    /// middleware sends through the rest of its stack).
+    ///
+    /// # Errors
+    /// A [`BuildError`] naming the setting and its rule.
+    #[cfg(feature = "middleware")]
+    pub fn build_middleware(self) -> Result<crate::middleware::RetryMiddleware, BuildError> {
+        let (layers, _) = self.layers()?;
+        Ok(crate::middleware::RetryMiddleware::new(layers))
+    }
+
+    /// The engine's layers and the attempt configuration.
+    fn layers(self) -> Result<(Layers, Option<reqwest::Client>), BuildError> {
+        let policy = self.policy(self.attempts)?;
+        let once = self.policy(1)?;
+        let header = match self.header {
+            Some(header) => {
+                let name = HeaderName::from_bytes(header.name().as_bytes()).map_err(|_| {
+                    ConfigError::new(
+                        "http client",
+                        "deadline_header",
+                        "must be a valid HTTP header name",
+                        header.name().to_owned(),
+                    )
+                })?;
+                Some((header, name))
+            }
+            None => None,
+        };
+        let hedge = match self.hedge {
+            None => None,
+            Some(Hedging::Policy(p)) => Some(p),
+            Some(Hedging::Copies(copies, delay)) => {
+                let mut b = HedgePolicy::builder(delay).max_attempts(copies);
+                if let Some(d) = self.deadline {
+                    b = b.max_elapsed(d);
+                }
+                if let Some(c) = &self.control {
+                    b = b.control(Arc::clone(c));
+                }
+                Some(b.build()?)
+            }
+        };
+        let attempt = Arc::new(AttemptConfig {
+            classify: self.classify,
+            header,
+            max_delay: policy.max_delay(),
+            clock: DefaultClock::default(),
+        });
+        let name = self.name.unwrap_or("http");
+        let layers = Layers {
+            retry: RetryLayer::new(policy)
+                .with_classifier(ByVerdict)
+                .replay(ReqwestReplay)
+                .name(name),
+            once: RetryLayer::new(once)
+                .with_classifier(ByVerdict)
+                .replay(ReqwestReplay)
+                .name(name),
+            hedge: hedge.map(|p| {
+                HedgeLayer::new(p)
+                    .with_classifier(ByVerdict)
+                    .replay(ReqwestReplay)
+                    .name(name)
+            }),
+            attempt,
+            rules: Rules {
+                retry_non_idempotent: self.retry_non_idempotent,
+                idempotency_key: self.idempotency_key,
+            },
+        };
+        Ok((layers, self.reqwest))
+    }
+
+    fn policy(&self, attempts: u32) -> Result<RetryPolicy, ConfigError> {
+        let mut b = RetryPolicy::builder().max_attempts(attempts);
+        if let Some(backoff) = self.backoff {
+            b = b.backoff(backoff);
+        }
+        if let Some(d) = self.max_delay {
+            b = b.max_delay(d);
+        }
+        if let Some(d) = self.deadline {
+            b = b.max_elapsed(d);
+        }
+        if let Some(d) = self.attempt_timeout {
+            b = b.attempt_timeout(d);
+        }
+        if let Some(c) = &self.control {
+            b = b.control(Arc::clone(c));
+        }
+        b.build()
+    }
+}
+
+/// Why a [`ClientBuilder`] could not build.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// A setting breaks a rule (the error names it).
+    Config(ConfigError),
+    /// reqwest could not build its client.
+    Reqwest(reqwest::Error),
+}
+
+impl From<ConfigError> for BuildError {
+    fn from(e: ConfigError) -> Self {
+        Self::Config(e)
+    }
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Config(e) => fmt::Display::fmt(e, f),
+            Self::Reqwest(_) => f.write_str("the reqwest client could not be built"),
+        }
+    }
+}
+
+impl StdError for BuildError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        match self {
+            Self::Config(e) => Some(e),
+            Self::Reqwest(e) => Some(e),
+        }
+    }
+}

@@ -1,0 +1,303 @@
+//! The error of a call that did not succeed: the engine's facts and the
+//! last response or transport error.
+
+use std::fmt;
+use std::time::Duration;
+
+use http::{Method, StatusCode};
+use steadfast::{HedgeError, RetryError, StopReason};
+
+use crate::attempt::Failure;
+use crate::report::Report;
+
+/// Why a call that could have been retried was sent once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum NotRetried {
+    /// The method is not idempotent and the caller did not opt in
+    /// (per request, per client, or with an `Idempotency-Key` header).
+    NotIdempotent,
+    /// The body is a stream, which cannot be sent again.
+    StreamingBody,
+    /// The body is a stream longer than the buffer asked for
+    /// ([`RequestBuilder::buffer_body`](crate::RequestBuilder::buffer_body)).
+    BodyTooLarge {
+        /// The buffer's limit, in bytes.
+        limit: usize,
+    },
+}
+
+impl fmt::Display for NotRetried {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Self::BodyTooLarge { limit } = self {
+            return write!(
+                f,
+                "the body is a stream longer than the {limit}-byte buffer"
+            );
+        }
+        f.write_str(match self {
+            Self::NotIdempotent => {
+                "the method is not idempotent (opt in per request, per client, or with an Idempotency-Key header)"
+            }
+            Self::StreamingBody | Self::BodyTooLarge { .. } => {
+                "the body is a stream, which cannot be sent again"
+            }
+        })
+    }
+}
+
+/// The last thing an unsuccessful call got.
+#[derive(Debug)]
+pub(crate) enum Last {
+    Nothing,
+    Response(Box<reqwest::Response>),
+    Transport(reqwest::Error),
+    /// A middleware's own error (never retried).
+    #[cfg(feature = "middleware")]
+    Other(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// A call that did not succeed: why it stopped, what it did, and the last
+/// response or error.
+///
+/// The facts are the engine's
+/// ([`RetryError`]/[`HedgeError`]): the [`reason`](Error::reason), the
+/// attempts and the time taken. A response whose status the classifier did
+/// not accept (a 503 after the last attempt, say) is kept: see
+/// [`status`](Error::status) and [`into_response`](Error::into_response).
+/// A transport error is the [`source`](std::error::Error::source). Neither
+/// the message nor the source holds the URL (it may carry secrets in its
+/// query or userinfo).
+///
+/// ```no_run
+/// # async fn f() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = steadfast_http::Client::new();
+/// match client.get("http://127.0.0.1:8080/flaky").send().await {
+///     Ok(response) => println!("{} after {} attempts", response.status(), response.report().attempts),
+///     Err(e) => eprintln!("{e} (reason {:?}, last status {:?})", e.reason(), e.status()),
+/// }
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Error {
+    method: Option<Method>,
+    reason: StopReason,
+    report: Report,
+    elapsed: Duration,
+    timed_out: bool,
+    refused_by: Option<&'static str>,
+    not_retried: Option<NotRetried>,
+    last: Last,
+}
+
+impl Error {
+    pub(crate) fn from_retry<E: Into<Last>>(
+        method: Method,
+        error: RetryError<Failure<E>>,
+        report: Report,
+    ) -> Self {
+        let reason = error.reason();
+        let elapsed = error.elapsed();
+        let timed_out = error.timed_out();
+        let refused_by = error.refused_by();
+        let mut report = report;
+        report.attempts = report.attempts.max(error.attempts());
+        Self {
+            method: Some(method),
+            reason,
+            report,
+            elapsed,
+            timed_out,
+            refused_by,
+            not_retried: None,
+            last: Last::from_failure(error.into_last_error()),
+        }
+    }
+
+    pub(crate) fn from_hedge<E: Into<Last>>(
+        method: Method,
+        error: HedgeError<Failure<E>>,
+        report: Report,
+    ) -> Self {
+        let stats = *error.stats();
+        let mut report = report;
+        report.attempts = report.attempts.max(stats.sent);
+        report.hedges = report.attempts.saturating_sub(1);
+        Self {
+            method: Some(method),
+            reason: error.reason(),
+            report,
+            elapsed: stats.elapsed,
+            timed_out: false,
+            refused_by: stats.refused_by,
+            not_retried: None,
+            last: Last::from_failure(error.into_last_error()),
+        }
+    }
+
+    /// A request that could not be built: nothing was sent.
+    pub(crate) fn not_built(error: reqwest::Error) -> Self {
+        Self {
+            method: None,
+            reason: StopReason::Permanent,
+            report: Report::default(),
+            elapsed: Duration::ZERO,
+            timed_out: false,
+            refused_by: None,
+            not_retried: None,
+            last: Last::Transport(error),
+        }
+    }
+
+    /// Notes that the call was sent once for `why`, if it stopped because
+    /// its one attempt was spent.
+    pub(crate) fn sent_once(mut self, why: NotRetried) -> Self {
+        if matches!(
+            self.reason,
+            StopReason::Exhausted | StopReason::NotReplayable
+        ) {
+            self.not_retried = Some(why);
+        }
+        self
+    }
+
+    /// [`sent_once`](Self::sent_once) when `cond` holds.
+    pub(crate) fn sent_once_if(self, cond: bool, why: NotRetried) -> Self {
+        if cond { self.sent_once(why) } else { self }
+    }
+
+    /// Why the call stopped (attempts exhausted, deadline, permanent
+    /// failure, refused by the retry control, not replayable, ...).
+    #[must_use]
+    pub fn reason(&self) -> StopReason {
+        self.reason
+    }
+
+    /// Attempts made (with hedging, copies sent), hedges, and the time
+    /// spent waiting between attempts.
+    #[must_use]
+    pub fn report(&self) -> Report {
+        self.report
+    }
+
+    /// Attempts made, counting the first.
+    #[must_use]
+    pub fn attempts(&self) -> u32 {
+        self.report.attempts
+    }
+
+    /// Time from the call's start to its end.
+    #[must_use]
+    pub fn elapsed(&self) -> Duration {
+        self.elapsed
+    }
+
+    /// Whether the last attempt was cut off by its timeout (or the deadline).
+    #[must_use]
+    pub fn timed_out(&self) -> bool {
+        self.timed_out
+    }
+
+    /// The retry control that refused a retry, if one did.
+    #[must_use]
+    pub fn refused_by(&self) -> Option<&'static str> {
+        self.refused_by
+    }
+
+    /// Why a failure that would have been retried was not.
+    #[must_use]
+    pub fn not_retried(&self) -> Option<NotRetried> {
+        self.not_retried
+    }
+
+    /// The status of the last response, if the last attempt got one.
+    #[must_use]
+    pub fn status(&self) -> Option<StatusCode> {
+        match &self.last {
+            Last::Response(r) => Some(r.status()),
+            _ => None,
+        }
+    }
+
+    /// The last transport error, if the last attempt ended with one.
+    #[must_use]
+    pub fn transport_error(&self) -> Option<&reqwest::Error> {
+        match &self.last {
+            Last::Transport(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Whether the call ended because its deadline passed.
+    #[must_use]
+    pub fn is_deadline(&self) -> bool {
+        self.reason == StopReason::Deadline
+    }
+
+    /// The last response (its status the classifier did not accept), with
+    /// its body still to read.
+    #[must_use]
+    pub fn into_response(self) -> Option<reqwest::Response> {
+        match self.last {
+            Last::Response(r) => Some(*r),
+            _ => None,
+        }
+    }
+}
+
+impl Last {
+    fn from_failure<E: Into<Last>>(failure: Option<Failure<E>>) -> Self {
+        match failure {
+            None => Self::Nothing,
+            Some(Failure::Status { response, .. }) => Self::Response(Box::new(response)),
+            Some(Failure::Transport { error, .. }) => error.into(),
+        }
+    }
+}
+
+impl From<reqwest::Error> for Last {
+    fn from(error: reqwest::Error) -> Self {
+        Self::Transport(error)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.report.attempts;
+        write!(
+            f,
+            "{} failed after {n} attempt{} in {}ms ({}",
+            self.method.as_ref().map_or("the request", Method::as_str),
+            if n == 1 { "" } else { "s" },
+            self.elapsed.as_millis(),
+            self.reason
+        )?;
+        if let Some(by) = self.refused_by {
+            write!(f, " by {by}")?;
+        }
+        if let Some(why) = self.not_retried {
+            write!(f, "; not retried: {why}")?;
+        }
+        f.write_str(")")?;
+        match &self.last {
+            Last::Response(r) => write!(f, ": last status {}", r.status()),
+            Last::Transport(_) => f.write_str(": transport error"),
+            #[cfg(feature = "middleware")]
+            Last::Other(_) => f.write_str(": middleware error"),
+            Last::Nothing if self.timed_out => f.write_str(": the attempt timed out"),
+            Last::Nothing => Ok(()),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.last {
+            Last::Transport(e) => Some(e),
+            #[cfg(feature = "middleware")]
+            Last::Other(e) => Some(&**e),
+            Last::Response(_) | Last::Nothing => None,
+        }
+    }
+}
