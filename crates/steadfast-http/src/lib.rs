@@ -79,6 +79,8 @@ mod classify;
 mod client;
 mod engine;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 #[cfg(feature = "middleware")]
 pub mod middleware;
 mod redact;
