@@ -72,3 +72,31 @@ pub fn durations(data: &[u8]) {
         assert_eq!(parse_duration(&canonical), Ok(d));
     }
 }
+
+/// The response-head readers a server's bytes reach: `grpc-status` and
+/// `grpc-retry-pushback-ms`. The bytes are split in two at the first NUL;
+/// each half becomes one header's value (when it is a valid header value).
+/// Neither reader panics; a status is always one of the 17 codes; a valid
+/// pushback is the non-negative whole number of milliseconds the text
+/// spells (`-0` is zero, as grpc-go reads it).
+pub fn response_heads(data: &[u8]) {
+    let (status, pushback) = match data.iter().position(|&b| b == 0) {
+        Some(i) => (&data[..i], &data[i + 1..]),
+        None => (data, &[][..]),
+    };
+    let mut headers = http::HeaderMap::new();
+    if let Ok(v) = http::HeaderValue::from_bytes(status) {
+        headers.insert("grpc-status", v);
+    }
+    if let Ok(v) = http::HeaderValue::from_bytes(pushback) {
+        headers.insert(crate::PUSHBACK_HEADER, v);
+    }
+    if let Some(code) = crate::head_status(&headers) {
+        assert!(code.number() <= 16);
+    }
+    if let Some(Ok(wait)) = crate::pushback(&headers) {
+        let text = std::str::from_utf8(pushback).expect("a valid pushback is text");
+        let spelled: i64 = text.trim().parse().expect("a valid pushback is a number");
+        assert_eq!(u128::try_from(spelled).ok(), Some(wait.as_millis()));
+    }
+}

@@ -45,3 +45,8 @@ fn grpc_service_config() {
 fn grpc_duration() {
     replay("grpc_duration", fuzzing::durations);
 }
+
+#[test]
+fn grpc_response_head() {
+    replay("grpc_response_head", fuzzing::response_heads);
+}

@@ -16,7 +16,8 @@
 //!   after a warm-up long enough for its histogram to rotate;
 //! - `steadfast-cold`: `HedgeLayer` with an `AdaptiveDelay` at the same
 //!   quantile (2 ms fallback until 100 samples), on `PreciseClock`,
-//!   measured from its very first call;
+//!   measured from its very first call; up to `COPIES` copies (default 3:
+//!   a copy that itself draws a slow reply gets a copy too);
 //! - `steadfast-tokio`: the same on tokio's clock, to show what the 1 ms
 //!   timer tick costs.
 //!
@@ -205,6 +206,9 @@ fn main() {
     let rounds: usize = if quick { 1 } else { setting("ROUNDS", 3) };
     let calls: usize = if quick { 200 } else { setting("CALLS", 10_000) };
     let quantile: f64 = setting("QUANTILE", 0.97);
+    // Copies per call for steadfast, counting the first (tower's sends at
+    // most one extra).
+    let copies: u32 = setting("COPIES", 3);
     let (addr, received) = start_server();
     let url = format!("http://{addr}/");
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -253,7 +257,10 @@ fn main() {
                                 .build()
                                 .unwrap(),
                         );
-                        let policy = HedgePolicy::builder(delay).max_attempts(2).build().unwrap();
+                        let policy = HedgePolicy::builder(delay)
+                            .max_attempts(copies)
+                            .build()
+                            .unwrap();
                         before = received.load(Ordering::Relaxed);
                         if cold == "steadfast-cold" {
                             let layer = HedgeLayer::new(policy)
