@@ -130,6 +130,44 @@ impl Echo for Service {
     async fn hedged(&self, request: Request<SayRequest>) -> Result<Response<SayReply>, Status> {
         self.answer(request).await
     }
+
+    type StreamStream = std::pin::Pin<
+        Box<dyn tokio_stream::Stream<Item = Result<SayReply, Status>> + Send + 'static>,
+    >;
+
+    /// Sends the response head and one reply, then fails as the key's script
+    /// says (if it says so): a failure after the head, which commits the call.
+    async fn stream(
+        &self,
+        request: Request<SayRequest>,
+    ) -> Result<Response<Self::StreamStream>, Status> {
+        let SayRequest { text, key } = request.into_inner();
+        let attempt = {
+            let mut all = self.state.seen.lock().expect("lock");
+            let list = all.entry(key.clone()).or_default();
+            list.push(Seen::default());
+            u32::try_from(list.len()).unwrap_or(u32::MAX)
+        };
+        let script = self
+            .state
+            .scripts
+            .lock()
+            .expect("lock")
+            .get(&key)
+            .cloned()
+            .unwrap_or_default();
+        let mut items = vec![Ok(SayReply {
+            text,
+            attempts: attempt,
+        })];
+        if attempt <= script.fail {
+            items.push(Err(Status::new(
+                script.code.unwrap_or(tonic::Code::Unavailable),
+                format!("attempt {attempt} fails after its first reply"),
+            )));
+        }
+        Ok(Response::new(Box::pin(tokio_stream::iter(items))))
+    }
 }
 
 impl Service {

@@ -378,3 +378,43 @@ async fn the_trace_names_the_method_the_status_the_pushback_and_the_wait() {
         "{retrying}"
     );
 }
+
+/// A call whose response head has arrived is committed: the server sends
+/// its head and one reply, then fails with a retryable code; the failure
+/// reaches the caller and the call is not retried.
+#[tokio::test]
+async fn a_committed_call_is_not_retried() {
+    let server = Server::start().await;
+    server.state.script(
+        "k",
+        Script {
+            fail: 5,
+            ..Script::default()
+        },
+    );
+    let config = r#"{"methodConfig": [{"name": [{"service": "steadfast.test.Echo"}],
+        "retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.01s", "maxBackoff": "0.05s",
+                        "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]}"#;
+    let mut client = client(&server, config).await;
+    let mut stream = client
+        .stream(say("k"))
+        .await
+        .expect("the head arrived")
+        .into_inner();
+    let first = stream
+        .message()
+        .await
+        .expect("the first reply")
+        .expect("a reply");
+    assert_eq!(first.attempts, 1);
+    let status = stream
+        .message()
+        .await
+        .expect_err("the failure after the head");
+    assert_eq!(status.code(), tonic::Code::Unavailable);
+    assert_eq!(
+        server.state.attempts("k"),
+        1,
+        "a committed call was retried"
+    );
+}
