@@ -20,6 +20,28 @@
 //! `grpc_connection.rs`; the value, its builder and the shared pipeline are in
 //! `builder.rs`, jitter in `jitter.rs`, the iterator in `delays.rs`.
 //!
+//! # Coming from another library
+//!
+//! Names differ between libraries; the curves are the same. What to use
+//! here for a schedule you know:
+//!
+//! | library | its schedule | in steadfast |
+//! |---|---|---|
+//! | lancet (Go) | `RetryWithLinearBackoff` (the same wait every time) | [`Backoff::constant`] |
+//! | lancet (Go) | `RetryWithExponentialWithJitterBackoff` | [`Backoff::exponential`] (its additive jitter: see below) |
+//! | pester (Go) | `LinearBackoff` (`n` × base) | [`Backoff::linear`] |
+//! | pester (Go) | `ExponentialBackoff` | [`Backoff::exponential`] |
+//! | backon (Rust) | `ConstantBuilder`, `ExponentialBuilder`, `FibonacciBuilder` | [`Backoff::constant`], [`Backoff::exponential`], [`Backoff::fibonacci`] |
+//! | tokio-retry (Rust) | `FixedInterval`, `ExponentialBackoff`, `FibonacciBackoff` | [`Backoff::constant`], [`Backoff::exponential`], [`Backoff::fibonacci`] |
+//! | grpc-go | `backoff.DefaultConfig` (reconnects) | [`GrpcConnectionBackoff`] (with connect deadlines), or [`Backoff::grpc_go`] |
+//! | gRPC service config | `retryPolicy` backoff (gRFC A6) | [`Backoff::grpc_a6`] (`grpc_a6_legacy` for the pre-2024 full jitter) |
+//! | Polly (.NET) | `DelayBackoffType.Constant`, `.Linear`, `.Exponential` | [`Backoff::constant`], [`Backoff::linear`], [`Backoff::exponential`] |
+//! | Polly (.NET) | `UseJitter` with `Exponential` (decorrelated jitter V2) | [`Backoff::decorrelated_v2`] |
+//! | AWS Architecture Blog | "full", "equal", "decorrelated" jitter | [`Jitter::Full`], [`Jitter::Equal`], [`Backoff::decorrelated`] |
+//!
+//! lancet's and backon's additive jitter (a random amount up to a fixed
+//! maximum added on top of the curve) has no [`Jitter`] yet.
+//!
 //! # Cost
 //!
 //! `next_delay` keeps the unjittered envelope in the state and multiplies it

@@ -47,7 +47,7 @@ mod notify;
 mod operation;
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 #[cfg(not(any(feature = "tokio", feature = "futures-timer", feature = "async-io")))]
 pub use builder::NoClock;
@@ -66,7 +66,8 @@ use crate::{CallState, Deadline, RetryError, RetryPolicy, Schedule, StopReason};
 pub struct Attempt {
     /// The attempt's number, from 1 for the first.
     pub number: u32,
-    /// When this attempt must be done: the earliest of the call's deadline
+    /// The instant this attempt must be done by (not a length: see
+    /// [`time_left`](Self::time_left)): the earliest of the call's deadline
     /// (itself the earliest of the ambient one, the caller's and
     /// `max_elapsed`) and the per-attempt timeout, if any is set. Pass it on
     /// to the callee (e.g. as a `grpc-timeout`), or stop early yourself. The
@@ -100,6 +101,28 @@ impl Attempt {
     #[must_use]
     pub const fn is_first(&self) -> bool {
         self.number == 1
+    }
+
+    /// The time this attempt has left at `now` (read on the executor's
+    /// clock), or `None` when it has no deadline. [`deadline`](Self::deadline)
+    /// is an instant, not a length: this is the length, ready to send on as a
+    /// timeout.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::clock::{Clock, VirtualClock};
+    /// use steadfast::{Attempt, Deadline};
+    ///
+    /// let clock = VirtualClock::new();
+    /// let mut attempt = Attempt::new(1);
+    /// assert_eq!(attempt.time_left(clock.now()), None);
+    /// attempt.deadline = Some(Deadline::after(clock.now(), Duration::from_millis(800)));
+    /// clock.advance(Duration::from_millis(300));
+    /// assert_eq!(attempt.time_left(clock.now()), Some(Duration::from_millis(500)));
+    /// ```
+    #[must_use]
+    pub fn time_left(&self, now: Instant) -> Option<Duration> {
+        self.deadline.map(|d| d.remaining(now))
     }
 }
 
