@@ -38,9 +38,9 @@ fn main() -> Result<(), ConfigError> {
             "decorrelated V2 (Polly)",
             Backoff::decorrelated_v2().build()?,
         ),
-        ("grpc-go", Backoff::grpc_go().build()?),
+        ("grpc-go backoff(retries)", Backoff::grpc_go().build()?),
         (
-            "gRPC connection",
+            "gRPC connection (same curve)",
             GrpcConnectionBackoff::default().schedule(),
         ),
         ("gRFC A6", Backoff::grpc_a6().build()?),
@@ -92,13 +92,15 @@ fn describe(b: &Backoff) -> String {
     format!("  {}, {cap}{note}", b.name())
 }
 
-/// A duration in the largest unit that keeps it readable.
+/// A duration in the largest unit that keeps it readable, with no fractions
+/// of minutes or hours: `250.0ms`, `1.600s`, `1m09s`, `2h05m`.
 fn show(d: Duration) -> String {
     let s = d.as_secs_f64();
-    if s >= 3600.0 {
-        format!("{:.2}h", s / 3600.0)
-    } else if s >= 60.0 {
-        format!("{:.2}m", s / 60.0)
+    let whole = d.as_secs();
+    if whole >= 3600 {
+        format!("{}h{:02}m", whole / 3600, whole % 3600 / 60)
+    } else if whole >= 60 {
+        format!("{}m{:02}s", whole / 60, whole % 60)
     } else if s >= 1.0 {
         format!("{s:.3}s")
     } else {
