@@ -33,6 +33,41 @@ pub struct Script {
     pub stall_for: Duration,
 }
 
+impl Script {
+    /// The first `n` attempts fail with UNAVAILABLE.
+    #[must_use]
+    pub fn failing(n: u32) -> Self {
+        Self {
+            fail: n,
+            ..Self::default()
+        }
+    }
+
+    /// The failures carry this status instead of UNAVAILABLE.
+    #[must_use]
+    pub fn with_code(mut self, code: tonic::Code) -> Self {
+        self.code = Some(code);
+        self
+    }
+
+    /// The failures carry this `grpc-retry-pushback-ms` value.
+    #[must_use]
+    pub fn with_pushback(mut self, value: &str) -> Self {
+        self.pushback = Some(value.to_owned());
+        self
+    }
+
+    /// The first `n` attempts wait `for_` before they answer.
+    #[must_use]
+    pub fn stalling(n: u32, for_: Duration) -> Self {
+        Self {
+            stall: n,
+            stall_for: for_,
+            ..Self::default()
+        }
+    }
+}
+
 /// What the server saw of one attempt.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Seen {

@@ -23,22 +23,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:50051".to_owned());
     let state = Arc::new(State::default());
-    let fail = |fail, pushback: Option<&str>| Script {
-        fail,
-        pushback: pushback.map(str::to_owned),
-        ..Script::default()
-    };
-    state.script("flaky", fail(2, None));
-    state.script("pushback", fail(1, Some("500")));
-    state.script("down", fail(u32::MAX, None));
-    state.script(
-        "slow",
-        Script {
-            stall: 1,
-            stall_for: Duration::from_secs(2),
-            ..Script::default()
-        },
-    );
+    state.script("flaky", Script::failing(2));
+    state.script("pushback", Script::failing(1).with_pushback("500"));
+    state.script("down", Script::failing(u32::MAX));
+    state.script("slow", Script::stalling(1, Duration::from_secs(2)));
     println!("echo server on {addr}; keys: flaky, pushback, slow, down");
     tonic::transport::Server::builder()
         .add_service(Service::new(state).into_server())

@@ -55,13 +55,7 @@ const RETRY_UNAVAILABLE: &str = r#"{"methodConfig": [{"name": [{"service": "stea
 #[tokio::test]
 async fn recovers_after_unavailable_and_marks_every_retry() {
     let server = Server::start().await;
-    server.state.script(
-        "k",
-        Script {
-            fail: 2,
-            ..Script::default()
-        },
-    );
+    server.state.script("k", Script::failing(2));
     let mut client = client(&server, RETRY_UNAVAILABLE).await;
     let reply = client.say(say("k")).await.expect("recovered").into_inner();
     assert_eq!((reply.text.as_str(), reply.attempts), ("hello", 3));
@@ -75,11 +69,7 @@ async fn a_code_that_is_not_retryable_is_returned_at_once() {
     let server = Server::start().await;
     server.state.script(
         "k",
-        Script {
-            fail: 5,
-            code: Some(tonic::Code::InvalidArgument),
-            ..Script::default()
-        },
+        Script::failing(5).with_code(tonic::Code::InvalidArgument),
     );
     let mut client = client(&server, RETRY_UNAVAILABLE).await;
     let status = client.say(say("k")).await.expect_err("invalid argument");
@@ -90,13 +80,7 @@ async fn a_code_that_is_not_retryable_is_returned_at_once() {
 #[tokio::test]
 async fn max_attempts_is_clamped_to_five() {
     let server = Server::start().await;
-    server.state.script(
-        "k",
-        Script {
-            fail: 100,
-            ..Script::default()
-        },
-    );
+    server.state.script("k", Script::failing(100));
     let config = r#"{"methodConfig": [{"name": [{}],
         "retryPolicy": {"maxAttempts": 9, "initialBackoff": "0.001s", "maxBackoff": "0.002s",
                         "backoffMultiplier": 2, "retryableStatusCodes": [14]}}]}"#;
@@ -109,22 +93,12 @@ async fn max_attempts_is_clamped_to_five() {
 #[tokio::test]
 async fn pushback_waits_exactly_and_a_negative_one_stops() {
     let server = Server::start().await;
-    server.state.script(
-        "wait",
-        Script {
-            fail: 1,
-            pushback: Some("300".into()),
-            ..Script::default()
-        },
-    );
-    server.state.script(
-        "stop",
-        Script {
-            fail: 1,
-            pushback: Some("-1".into()),
-            ..Script::default()
-        },
-    );
+    server
+        .state
+        .script("wait", Script::failing(1).with_pushback("300"));
+    server
+        .state
+        .script("stop", Script::failing(1).with_pushback("-1"));
     let mut client = client(&server, RETRY_UNAVAILABLE).await;
     let started = Instant::now();
     client
@@ -149,13 +123,7 @@ async fn throttling_stops_retries_after_a_burst_of_failures_and_resumes_after_su
                         "backoffMultiplier": 2, "retryableStatusCodes": [14]}}],
         "retryThrottling": {"maxTokens": 4, "tokenRatio": 1}}"#;
     let mut client = client(&server, config).await;
-    server.state.script(
-        "down",
-        Script {
-            fail: 1000,
-            ..Script::default()
-        },
-    );
+    server.state.script("down", Script::failing(1000));
     // First call: attempt (4→3), retry allowed (3 > 2), fails (3→2), no more.
     let _ = client.say(say("down")).await;
     assert_eq!(server.state.attempts("down"), 2);
@@ -170,13 +138,7 @@ async fn throttling_stops_retries_after_a_burst_of_failures_and_resumes_after_su
             .expect("a healthy call");
     }
     // ...and retries are allowed again.
-    server.state.script(
-        "flaky",
-        Script {
-            fail: 1,
-            ..Script::default()
-        },
-    );
+    server.state.script("flaky", Script::failing(1));
     client.say(say("flaky")).await.expect("retried again");
     assert_eq!(server.state.attempts("flaky"), 2);
 }
@@ -184,14 +146,9 @@ async fn throttling_stops_retries_after_a_burst_of_failures_and_resumes_after_su
 #[tokio::test]
 async fn a_hedged_call_returns_the_fast_reply_and_the_server_sees_the_other_cancelled() {
     let server = Server::start().await;
-    server.state.script(
-        "k",
-        Script {
-            stall: 1,
-            stall_for: Duration::from_secs(30),
-            ..Script::default()
-        },
-    );
+    server
+        .state
+        .script("k", Script::stalling(1, Duration::from_secs(30)));
     let config = r#"{"methodConfig": [{"name": [{"service": "steadfast.test.Echo", "method": "Say"}],
         "hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "0.05s", "nonFatalStatusCodes": ["UNAVAILABLE"]}}]}"#;
     let mut client = client(&server, config).await;
@@ -219,13 +176,7 @@ async fn a_hedged_call_returns_the_fast_reply_and_the_server_sees_the_other_canc
 #[tokio::test]
 async fn each_attempt_sends_its_true_time_left() {
     let server = Server::start().await;
-    server.state.script(
-        "k",
-        Script {
-            fail: 100,
-            ..Script::default()
-        },
-    );
+    server.state.script("k", Script::failing(100));
     let config = r#"{"methodConfig": [{"name": [{}], "timeout": "0.5s",
         "retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.05s", "maxBackoff": "0.05s",
                         "backoffMultiplier": 1, "retryableStatusCodes": [14]}}]}"#;
@@ -263,14 +214,8 @@ async fn each_attempt_sends_its_true_time_left() {
 #[tokio::test]
 async fn the_deadline_shrinks_across_two_hops_and_the_last_hop_is_cut_off() {
     let b = Server::start_with_deadlines().await;
-    b.state.script(
-        "k",
-        Script {
-            stall: 1,
-            stall_for: Duration::from_secs(60),
-            ..Script::default()
-        },
-    );
+    b.state
+        .script("k", Script::stalling(1, Duration::from_secs(60)));
     let a = Server::start_with_deadlines().await;
     let to_b = client(&b, "{}").await;
     a.state.relay(Box::new(move |request| {
@@ -338,14 +283,9 @@ async fn the_trace_names_the_method_the_status_the_pushback_and_the_wait() {
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
     let server = Server::start().await;
-    server.state.script(
-        "k",
-        Script {
-            fail: 1,
-            pushback: Some("120".into()),
-            ..Script::default()
-        },
-    );
+    server
+        .state
+        .script("k", Script::failing(1).with_pushback("120"));
     let mut client = client(&server, RETRY_UNAVAILABLE).await;
     client.say(say("k")).await.expect("recovered");
     let trace = String::from_utf8(captured.0.lock().expect("lock").clone()).expect("utf-8");
@@ -385,13 +325,7 @@ async fn the_trace_names_the_method_the_status_the_pushback_and_the_wait() {
 #[tokio::test]
 async fn a_committed_call_is_not_retried() {
     let server = Server::start().await;
-    server.state.script(
-        "k",
-        Script {
-            fail: 5,
-            ..Script::default()
-        },
-    );
+    server.state.script("k", Script::failing(5));
     let config = r#"{"methodConfig": [{"name": [{"service": "steadfast.test.Echo"}],
         "retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.01s", "maxBackoff": "0.05s",
                         "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]}"#;
