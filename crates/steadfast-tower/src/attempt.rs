@@ -12,7 +12,7 @@ use steadfast::Attempt;
 use steadfast::retry::Operation;
 use tower_service::Service;
 
-use crate::replay::Replay;
+use crate::replay::{Prepared, Replay};
 
 pin_project! {
     /// One attempt: waits until its own clone of the service is ready, then
@@ -87,6 +87,18 @@ impl<S: Service<Req>, Req> Future for AttemptFuture<S, Req> {
 pub(crate) enum Payload<Src, Req> {
     Replayable(Src),
     Once(Option<Req>),
+}
+
+impl<Src, Req> Payload<Src, Req> {
+    /// What a prepared request's attempts are made from, and whether it can
+    /// be sent more than once.
+    #[inline]
+    pub(crate) fn from_prepared(prepared: Prepared<Src, Req>) -> (Self, bool) {
+        match prepared {
+            Prepared::Replayable(source) => (Self::Replayable(source), true),
+            Prepared::Once(request, _) => (Self::Once(Some(request)), false),
+        }
+    }
 }
 
 /// The operation a layer hands to the core's executor: each attempt is the

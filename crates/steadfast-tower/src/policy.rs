@@ -137,6 +137,18 @@ impl<P: Borrow<HedgePolicy>> HedgePolicies<P> {
     }
 }
 
+impl<P> HedgePolicies<P> {
+    /// The policy for a request that is (`true`) or is not replayable.
+    #[inline]
+    pub(crate) fn for_call(self, replayable: bool) -> HedgeCallPolicy<P> {
+        if replayable {
+            HedgeCallPolicy::Shared(self.shared)
+        } else {
+            HedgeCallPolicy::Single(self.single)
+        }
+    }
+}
+
 impl<P> Clone for HedgePolicies<P> {
     fn clone(&self) -> Self {
         Self {

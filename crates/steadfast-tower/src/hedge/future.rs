@@ -51,16 +51,8 @@ where
 
     #[inline]
     fn start(self, prepared: Prepared<R::Source, R::Request>) -> Self::Run {
-        let (payload, policy) = match prepared {
-            Prepared::Replayable(source) => (
-                Payload::Replayable(source),
-                HedgeCallPolicy::Shared(self.policy.shared),
-            ),
-            Prepared::Once(request, _) => (
-                Payload::Once(Some(request)),
-                HedgeCallPolicy::Single(self.policy.single),
-            ),
-        };
+        let (payload, replayable) = Payload::from_prepared(prepared);
+        let policy = self.policy.for_call(replayable);
         let hedge = Attempts::new(self.service, self.replay, payload)
             .hedge(policy)
             .with_classifier(self.classify)

@@ -52,14 +52,8 @@ where
     #[inline]
     fn start(self, prepared: Prepared<R::Source, R::Request>) -> Self::Run {
         let setup = self;
-        let (payload, policy) = match prepared {
-            Prepared::Replayable(source) => {
-                (Payload::Replayable(source), setup.policy.decide(true))
-            }
-            Prepared::Once(request, _) => {
-                (Payload::Once(Some(request)), setup.policy.decide(false))
-            }
-        };
+        let (payload, replayable) = Payload::from_prepared(prepared);
+        let policy = setup.policy.decide(replayable);
         let retry = Attempts::new(setup.service, setup.replay, payload)
             .retry(policy)
             .with_classifier(setup.classify)
