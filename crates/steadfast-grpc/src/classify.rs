@@ -57,7 +57,9 @@ pub fn pushback(headers: &HeaderMap) -> Option<Result<Duration, ()>> {
 /// call (it is returned as it is, never retried); a Trailers-Only head with
 /// `OK` succeeds; one with a code in the set is retried, after the server's
 /// pushback if it gave a valid one (then the backoff starts over), or not at
-/// all if its pushback is invalid or negative; any other code is final. A
+/// all if its pushback is invalid or negative ([`Verdict::StopSending`]: no
+/// further attempt or hedge is sent, copies already in flight run on, and
+/// the throttle counts the failure); any other code is final. A
 /// transport error before any response counts as `UNAVAILABLE`.
 ///
 /// For retries the set is the method's `retryableStatusCodes`; for hedging
@@ -76,7 +78,7 @@ pub fn pushback(headers: &HeaderMap) -> Option<Result<Duration, ()>> {
 /// };
 /// assert_eq!(classify.classify(&head("14", None)), Verdict::Retry);
 /// assert_eq!(classify.classify(&head("14", Some("250"))), Verdict::RetryAfter(std::time::Duration::from_millis(250)));
-/// assert_eq!(classify.classify(&head("14", Some("-1"))), Verdict::Stop);
+/// assert_eq!(classify.classify(&head("14", Some("-1"))), Verdict::StopSending);
 /// assert_eq!(classify.classify(&head("3", None)), Verdict::Stop);
 /// assert_eq!(classify.classify(&head("0", None)), Verdict::Success);
 /// ```
@@ -103,7 +105,9 @@ impl GrpcClassify {
             match headers.and_then(pushback) {
                 None => Verdict::Retry,
                 Some(Ok(wait)) => Verdict::RetryAfter(wait),
-                Some(Err(())) => Verdict::Stop,
+                // No more attempts, but hedges in flight run on (A6); the
+                // throttle counts it as a failure.
+                Some(Err(())) => Verdict::StopSending,
             }
         } else {
             Verdict::Stop
@@ -136,7 +140,7 @@ fn attempt_failed(code: Code, headers: Option<&HeaderMap>, verdict: Verdict) {
     let next = match verdict {
         Verdict::Retry => "retry (or the next copy) after the backoff",
         Verdict::RetryAfter(_) => "retry (or the next copy) after the server's pushback",
-        Verdict::Stop if pushback.is_some() => "stop: the server's pushback forbids a retry",
+        Verdict::StopSending => "stop sending: the server's pushback forbids a retry",
         Verdict::Stop => "stop: not a retryable status",
         Verdict::Success => "done",
     };

@@ -257,7 +257,9 @@ where
                     .map(|(clock, at)| clock.now().saturating_duration_since(*at));
                 let outcome = match classify.classify(&out) {
                     Verdict::Success => Some(Outcome::Success),
-                    Verdict::Retry | Verdict::RetryAfter(_) => Some(Outcome::RetryableFailure),
+                    Verdict::Retry | Verdict::RetryAfter(_) | Verdict::StopSending => {
+                        Some(Outcome::RetryableFailure)
+                    }
                     Verdict::Stop => None,
                 };
                 admitted.settle(outcome, took);

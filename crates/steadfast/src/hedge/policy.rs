@@ -225,6 +225,9 @@ impl HedgeState {
     fn exhausted_reason(&self) -> StopReason {
         if self.refused_by.is_some() {
             StopReason::Throttled
+        } else if self.stopped {
+            // The classifier (or the caller) forbade more copies.
+            StopReason::Permanent
         } else if self.cut_by_deadline {
             StopReason::Deadline
         } else {
@@ -601,8 +604,12 @@ impl HedgePolicy {
     /// - [`Verdict::Success`]: this copy wins ([`HedgeDecision::Succeed`]);
     ///   the control hears a success and an adaptive delay the call's
     ///   latency so far;
-    /// - [`Verdict::Stop`] (a fatal error, or pushback saying "do not
-    ///   retry"): [`HedgeDecision::Stop`] with [`StopReason::Permanent`];
+    /// - [`Verdict::Stop`] (a fatal error): [`HedgeDecision::Stop`] with
+    ///   [`StopReason::Permanent`];
+    /// - [`Verdict::StopSending`] (pushback saying "do not retry"): no more
+    ///   copies are sent ([`HedgeState::stop_sending`]) but those in flight
+    ///   run on; the control hears a retryable failure, and the call stops
+    ///   with [`StopReason::Permanent`] once the last copy in flight fails;
     /// - [`Verdict::Retry`] (non-fatal): the next copy is due now,
     ///   shortcutting the delay (but never before a server's pushback);
     /// - [`Verdict::RetryAfter(d)`](Verdict::RetryAfter) (pushback): the
@@ -692,6 +699,11 @@ impl HedgePolicy {
             }
             Verdict::Retry => None,
             Verdict::RetryAfter(d) => Some(d.min(self.max_pushback)),
+            Verdict::StopSending => {
+                // No more copies; those in flight run on.
+                state.stop_sending();
+                None
+            }
         };
         state.failed += 1;
         if let Some(control) = &self.control {

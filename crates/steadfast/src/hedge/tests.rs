@@ -673,6 +673,7 @@ proptest! {
         let mut hold_until: Option<Instant> = None;
         let mut over = false;
         let mut refused = false;
+        let stopped_sending = std::cell::Cell::new(false);
 
         let pump = |call: &mut super::HedgeState,
                         sent: &mut Vec<(u32, Instant)>,
@@ -688,6 +689,7 @@ proptest! {
                         let now = clock.now();
                         prop_assert!(!*over, "nothing is sent after the call ended");
                         prop_assert!(!*refused, "nothing is sent after a refusal");
+                        prop_assert!(!stopped_sending.get(), "nothing is sent after StopSending");
                         prop_assert_eq!(a.number as usize, sent.len() + 1, "copies numbered in order");
                         prop_assert!(a.number <= max_attempts);
                         prop_assert_eq!(a.in_flight, *in_flight);
@@ -748,6 +750,7 @@ proptest! {
                         0 => Verdict::Success,
                         1 => Verdict::Stop,
                         2 | 3 => Verdict::RetryAfter(ms(pushback)),
+                        4 => Verdict::StopSending,
                         _ => Verdict::Retry,
                     };
                     in_flight.remove(n);
@@ -763,6 +766,10 @@ proptest! {
                             over = true;
                         }
                         HedgeDecision::Continue => {
+                            prop_assert!(v != Verdict::Stop, "a fatal failure ends the call");
+                            if v == Verdict::StopSending {
+                                stopped_sending.set(true);
+                            }
                             failure_since_send = true;
                             if let Verdict::RetryAfter(d) = v {
                                 let until = clock.now() + d.min(ms(max_pushback));
@@ -900,10 +907,68 @@ fn stop_sending_keeps_the_copies_in_flight_and_sends_no_more() {
         policy.send_due(&mut call, &clock),
         HedgeAction::WaitForOutcome
     );
-    // A non-fatal failure does not bring a copy back.
+    // A non-fatal failure does not bring a copy back; the call ends as
+    // the caller's (or the classifier's) stop, not as exhausted.
     assert_eq!(
         policy.on_outcome(&mut call, 1, Verdict::Retry, &clock),
-        HedgeDecision::Stop(StopReason::Exhausted)
+        HedgeDecision::Stop(StopReason::Permanent)
     );
     assert_eq!(call.sent(), 1);
+}
+
+fn forbidding(r: &Result<u32, Fail>) -> Verdict {
+    match r {
+        Err(Fail::Pushback(_, _)) => Verdict::StopSending,
+        other => classify(other),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn stop_sending_lets_the_copies_in_flight_win() {
+    let s = Script::new();
+    let control = Arc::new(TestControl {
+        allow: 5,
+        ..TestControl::default()
+    });
+    let value = s
+        .op(vec![
+            (700, Ok(1)),
+            (100, Err(Fail::Pushback(2, 0))),
+            (1, Ok(3)),
+        ])
+        .hedge(controlled(3, 500, &control))
+        .classify(forbidding)
+        .await
+        .unwrap();
+    // Copy 2's server forbade retries at 600 ms: copy 3 (due then, at
+    // once after a failure) is never sent, and copy 1 still wins at 700 ms.
+    assert_eq!(value, 1);
+    assert_eq!(s.times(), [(1, 0), (2, 500)]);
+    assert_eq!(s.elapsed(), ms(700));
+    assert_eq!(s.live(), 0);
+    assert_eq!(
+        control.failures.load(Ordering::SeqCst),
+        1,
+        "the control counts it"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn stop_sending_ends_the_call_when_the_copies_in_flight_fail() {
+    let s = Script::new();
+    let err = s
+        .op(vec![
+            (700, Err(Fail::NonFatal(1))),
+            (100, Err(Fail::Pushback(2, 0))),
+            (1, Ok(3)),
+        ])
+        .hedge(policy(3, 500))
+        .classify(forbidding)
+        .await
+        .unwrap_err();
+    assert_eq!(err.reason(), StopReason::Permanent);
+    assert_eq!(err.last_error(), Some(&Fail::NonFatal(1)));
+    assert_eq!(s.times(), [(1, 0), (2, 500)]);
+    assert_eq!(s.elapsed(), ms(700), "copy 1 ran to its end");
+    assert_eq!((err.stats().sent, err.stats().failed), (2, 2));
 }

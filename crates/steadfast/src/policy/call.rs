@@ -156,7 +156,9 @@ impl<S: Schedule> RetryPolicy<S> {
     ///
     /// The rules, in order:
     /// 1. the retry control hears the outcome (a success, or a retryable failure);
-    /// 2. `Success` succeeds and `Stop` stops as [`StopReason::Permanent`];
+    /// 2. `Success` succeeds; `Stop` stops as [`StopReason::Permanent`], and
+    ///    so does [`Verdict::StopSending`] once the control has heard it as
+    ///    a failure;
     /// 3. when `max_attempts` (counting the first) are spent, stop as
     ///    [`StopReason::Exhausted`]; likewise when the schedule runs out;
     /// 4. the delay is the schedule's next one, or the server's hint for
@@ -203,7 +205,7 @@ impl<S: Schedule> RetryPolicy<S> {
         let hint = match verdict {
             Verdict::Success => return Decision::Succeed,
             Verdict::Stop => return Decision::Stop(StopReason::Permanent),
-            Verdict::Retry => None,
+            Verdict::Retry | Verdict::StopSending => None,
             Verdict::RetryAfter(hint) => Some(hint),
         };
         let now = clock.now();
@@ -215,6 +217,10 @@ impl<S: Schedule> RetryPolicy<S> {
                     now.saturating_duration_since(started),
                 ),
             }
+        }
+        if verdict == Verdict::StopSending {
+            // A failure the control counts, but no attempt may follow it.
+            return Decision::Stop(StopReason::Permanent);
         }
         let started = *state.started.get_or_insert(now);
         if let Some(deadline) = state.deadline

@@ -324,6 +324,37 @@ fn a_control_can_refuse_retries() {
 }
 
 #[test]
+fn stop_sending_stops_a_retry_at_once_and_the_control_counts_it() {
+    let control = Arc::new(Allow(AtomicU32::new(5), AtomicU32::new(0)));
+    let policy = RetryPolicy::with_schedule(Fixed(vec![secs(1); 5]))
+        .max_attempts(5)
+        .control(control.clone())
+        .build()
+        .unwrap();
+    let mut calls = 0;
+    let err = (|_: Attempt| {
+        calls += 1;
+        Err::<(), _>("pushback: do not retry")
+    })
+    .retry_blocking(&policy)
+    .classify(|_: &Result<(), &str>| Verdict::StopSending)
+    .clock(VirtualClock::new())
+    .call()
+    .unwrap_err();
+    assert_eq!(calls, 1);
+    assert_eq!(err.reason(), StopReason::Permanent);
+    assert_eq!(err.last_error(), Some(&"pushback: do not retry"));
+    assert_eq!(control.1.load(Ordering::Relaxed), 1, "a failure, counted");
+    // `Stop` is final too, but the control does not hear it as a failure.
+    let _ = (|_: Attempt| Err::<(), _>("bad request"))
+        .retry_blocking(&policy)
+        .classify(|_: &Result<(), &str>| Verdict::Stop)
+        .clock(VirtualClock::new())
+        .call();
+    assert_eq!(control.1.load(Ordering::Relaxed), 1);
+}
+
+#[test]
 fn a_token_cancelled_before_the_call_stops_it_before_any_attempt() {
     let token = CancelToken::new();
     token.cancel();
