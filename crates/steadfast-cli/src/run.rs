@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use steadfast::clock::{Clock, SystemClock};
-use steadfast::retry::BlockingRetryable;
+use steadfast::retry::{BlockingRetryable, Notice};
 use steadfast::{Attempt, CancelToken, Deadline, RetryPolicy, Schedule, StopReason, Verdict};
 
 use crate::interrupt::Interrupt;
@@ -311,11 +311,9 @@ pub fn run_with_schedule<S: Schedule>(args: &RunArgs, schedule: S, interrupt: &I
             would_retry.set(verdict == Verdict::Retry);
             verdict
         })
-        .notify(
-            move |attempt: u32, failure: Option<&Failure>, delay: Duration| {
-                notify_reporter.retrying(attempt, max, failure, delay);
-            },
-        )
+        .notify(move |n: &Notice<'_, Failure>| {
+            notify_reporter.retrying(n.attempt, max, n.error, n.wait);
+        })
         .clock(CountdownClock {
             reporter: Arc::clone(&reporter),
         })

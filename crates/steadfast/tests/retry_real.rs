@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use steadfast::backoff::Backoff;
-use steadfast::retry::{BlockingRetryable, Retryable};
+use steadfast::retry::{BlockingRetryable, Notice, Retryable};
 use steadfast::{Attempt, RetryPolicy, StopReason};
 
 fn quick_policy(attempts: u32) -> RetryPolicy {
@@ -36,9 +36,10 @@ async fn async_connect_succeeds_once_the_listener_appears() {
     let l = listener.clone();
     let stream = (|_: Attempt| tokio::net::TcpStream::connect(addr))
         .retry(quick_policy(10))
-        .notify(move |attempt: u32, err: Option<&std::io::Error>, _delay| {
+        .notify(move |n: &Notice<std::io::Error>| {
+            let attempt = n.attempt;
             assert_eq!(
-                err.map(std::io::Error::kind),
+                n.error.map(std::io::Error::kind),
                 Some(std::io::ErrorKind::ConnectionRefused)
             );
             // The server comes up after the third refused connect.

@@ -13,12 +13,11 @@ use std::future::{Future, IntoFuture};
 use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
 
 use steadfast::backoff::Backoff;
 use steadfast::clock::{SystemClock, TokioClock};
 use steadfast::control::TokenBucket;
-use steadfast::retry::{BlockingRetryable, Retryable};
+use steadfast::retry::{BlockingRetryable, Notice, Retryable};
 use steadfast::{Attempt, CancelToken, RetryPolicy};
 
 mod counting;
@@ -64,7 +63,7 @@ fn main() {
         let r = (|a: Attempt| Ok::<_, &str>(a.number))
             .retry_blocking(shared.clone())
             .when(|e: &&str| !e.is_empty())
-            .notify(|_: u32, _: Option<&&str>, _: Duration| {})
+            .notify(|_: &Notice<&str>| {})
             .cancel_on(token.clone())
             .name("fetch")
             .call();
@@ -87,7 +86,7 @@ fn main() {
         let fut = (|a: Attempt| std::future::ready(Ok::<_, &str>(a.number)))
             .retry(shared.clone())
             .when(|e: &&str| !e.is_empty())
-            .notify(|_: u32, _: Option<&&str>, _: Duration| {})
+            .notify(|_: &Notice<&str>| {})
             .cancel_on(token.clone())
             .name("fetch")
             .into_future();

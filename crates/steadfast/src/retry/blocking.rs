@@ -1,7 +1,7 @@
 use std::future::Ready;
 use std::time::Duration;
 
-use super::{AsPolicy, Attempt, Notify, Retry, cancel_reason, conclude};
+use super::{AsPolicy, Attempt, Notice, Notify, Retry, cancel_reason, conclude};
 use crate::hedge::AttemptSet;
 use crate::{
     CancelToken, Classify, Clock, Deadline, Decision, RetryError, RetryPolicy, StopReason, Verdict,
@@ -124,10 +124,8 @@ where
                     return conclude(Some(outcome), reason, &state, clock.now(), name, false);
                 }
                 Decision::Retry(delay) => {
-                    let () = self
-                        .notify
-                        .notify(state.attempts(), outcome.as_ref().err(), delay)
-                        .into_inner();
+                    let notice = Notice::new(&state, outcome.as_ref().err(), delay, clock.now());
+                    let () = self.notify.notify(&notice).into_inner();
                     last = Some(outcome);
                     if sleep(clock, delay, self.options.cancel.as_ref()) {
                         policy.abandon(&mut state);

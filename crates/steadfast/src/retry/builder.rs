@@ -127,13 +127,15 @@ impl<F, P, K, N, C> Retry<F, P, K, N, C> {
         }
     }
 
-    /// Calls `hook(attempt, error, delay)` before each wait.
+    /// Calls `hook(&notice)` before each wait, with a
+    /// [`Notice`](super::Notice) of the attempt that failed, its error, the
+    /// wait and the time the call has left.
     pub fn notify<H>(self, hook: H) -> Retry<F, P, K, NotifyFn<H>, C> {
         self.with_notify(NotifyFn::new(hook))
     }
 
-    /// Calls `hook(attempt, error, delay)` before each wait and awaits the
-    /// future it returns (async executor only).
+    /// Calls `hook(&notice)` before each wait and awaits the future it
+    /// returns (async executor only); see [`notify`](Self::notify).
     pub fn notify_async<H>(self, hook: H) -> Retry<F, P, K, NotifyAsync<H>, C> {
         self.with_notify(NotifyAsync::new(hook))
     }

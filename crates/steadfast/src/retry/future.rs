@@ -10,7 +10,7 @@ use std::time::Duration;
 use pin_project_lite::pin_project;
 
 use super::blocking::{attempt_deadline, refused};
-use super::{AsPolicy, Attempt, Notify, Operation, Retry, cancel_reason, conclude};
+use super::{AsPolicy, Attempt, Notice, Notify, Operation, Retry, cancel_reason, conclude};
 use crate::cancel::Cancelled;
 use crate::deadline::WithDeadline;
 use crate::hedge::AttemptSet;
@@ -524,7 +524,8 @@ where
             }
             Decision::Retry(delay) => {
                 let error = outcome.as_ref().and_then(|o| o.as_ref().err());
-                let hook = self.notify.notify(run.call.attempts(), error, delay);
+                let notice = Notice::new(run.call, error, delay, self.clock.now());
+                let hook = self.notify.notify(&notice);
                 if outcome.is_some() {
                     *run.last = outcome;
                 }

@@ -53,7 +53,7 @@ use std::time::{Duration, Instant};
 pub use builder::NoClock;
 pub use builder::{DefaultClock, Retry};
 pub use future::RetryFuture;
-pub use notify::{Notify, NotifyAsync, NotifyFn};
+pub use notify::{Notice, Notify, NotifyAsync, NotifyFn};
 pub use operation::Operation;
 
 use crate::deadline::CancelCause;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use std::future::IntoFuture;
 
-use super::{BlockingRetryable, Retryable};
+use super::{BlockingRetryable, Notice, Retryable};
 #[cfg(feature = "tokio")]
 use crate::clock::TokioClock;
 use crate::clock::{Clock, VirtualClock};
@@ -247,8 +247,8 @@ fn notify_sees_attempt_error_and_delay() {
     let mut seen = Vec::new();
     let _ = (|a: Attempt| Err::<(), _>(a.number * 10))
         .retry_blocking(policy(3, &[1, 2]))
-        .notify(|attempt: u32, err: Option<&u32>, delay: Duration| {
-            seen.push((attempt, err.copied(), delay));
+        .notify(|n: &Notice<u32>| {
+            seen.push((n.attempt, n.error.copied(), n.wait));
         })
         .clock(VirtualClock::new())
         .call();
@@ -628,7 +628,8 @@ async fn async_notify_hook_is_awaited_before_the_sleep() {
     let l = log.clone();
     let result = (|a: Attempt| async move { if a.is_first() { Err("x") } else { Ok(()) } })
         .retry(policy(2, &[1]))
-        .notify_async(move |attempt: u32, _: Option<&&str>, delay: Duration| {
+        .notify_async(move |n: &Notice<&str>| {
+            let (attempt, delay) = (n.attempt, n.wait);
             let l = l.clone();
             async move {
                 tokio::time::sleep(secs(10)).await; // a slow hook
@@ -955,4 +956,36 @@ async fn an_attempt_is_made_with_its_deadline_ambient() {
         let expect = start + secs(5) + secs(i as u64);
         assert_eq!(own.map(crate::Deadline::instant), Some(expect));
     }
+}
+
+#[test]
+fn the_notice_says_when_and_how_much_time_is_left() {
+    let clock = VirtualClock::new();
+    let t0 = clock.now();
+    let policy = RetryPolicy::with_schedule(Fixed(vec![secs(1), secs(2), secs(4), secs(8)]))
+        .max_attempts(10)
+        .max_elapsed(secs(10))
+        .build()
+        .unwrap();
+    let mut notices = Vec::new();
+    let err = (|_: Attempt| Err::<(), _>("down"))
+        .retry_blocking(&policy)
+        .clock(clock.clone())
+        .notify(|n: &Notice<&str>| {
+            notices.push((n.attempt, n.wait, n.time_left, n.at - t0));
+        })
+        .call()
+        .unwrap_err();
+    // Waits of 1, 2 and 4 s fit in 10 s; the 8 s one (from t = 7 s) would
+    // end past the deadline, so it is never announced nor taken.
+    assert_eq!(
+        notices,
+        [
+            (1, secs(1), Some(secs(10)), secs(0)),
+            (2, secs(2), Some(secs(9)), secs(1)),
+            (3, secs(4), Some(secs(7)), secs(3)),
+        ]
+    );
+    assert!(notices.iter().all(|(_, wait, left, _)| Some(*wait) < *left));
+    assert_eq!(err.reason(), StopReason::Deadline);
 }
