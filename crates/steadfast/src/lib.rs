@@ -33,7 +33,7 @@ pub use hedge::{
     HedgeAction, HedgeDecision, HedgeError, HedgePolicy, HedgeState, HedgeStats, Hedgeable,
 };
 pub use policy::{CallState, Decision, RetryPolicy, RetryPolicyBuilder, StopReason};
-pub use retry::{Attempt, BlockingRetryable, Notice, Retryable};
+pub use retry::{Attempt, BlockingRetryable, Notice, Report, Retryable};
 pub use rng::Rng;
 
 /// The README's examples, compiled and run as doctests.

@@ -95,6 +95,27 @@ fn main() {
     assert_eq!(n, 0, "async executor with every option: {n} allocations");
     checks += 1;
 
+    // A report costs nothing on the success path either.
+    let n = allocations_during(|| {
+        let report = (|a: Attempt| Ok::<_, &str>(a.number))
+            .retry_blocking(&policy)
+            .report()
+            .call();
+        assert_eq!((report.attempts, report.stop), (1, None));
+    });
+    assert_eq!(n, 0, "blocking executor, reported: {n} allocations");
+    checks += 1;
+    let n = allocations_during(|| {
+        let fut = (|a: Attempt| std::future::ready(Ok::<_, &str>(a.number)))
+            .retry(&policy)
+            .clock(TokioClock)
+            .report()
+            .into_future();
+        assert!(matches!(poll_once(fut), Poll::Ready(r) if r.succeeded()));
+    });
+    assert_eq!(n, 0, "async executor, reported: {n} allocations");
+    checks += 1;
+
     // A policy with a retry control is not lean: the async executor makes
     // its running stage (one allocation) to ask the control and report the
     // outcome. The blocking executor keeps that state on the stack.

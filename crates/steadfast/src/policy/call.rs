@@ -25,6 +25,8 @@ pub struct CallState {
     /// The backoff progress and the random source, made at the first
     /// retry: a call that succeeds at once never initialises them.
     backoff: Option<(ScheduleState, Rng)>,
+    /// The sum of the waits decided so far (after every cap).
+    waited: Duration,
 }
 
 impl CallState {
@@ -66,6 +68,13 @@ impl CallState {
     #[must_use]
     pub fn schedule_state(&self) -> Option<&ScheduleState> {
         self.backoff.as_ref().map(|(s, _)| s)
+    }
+
+    /// The sum of the waits [`decide`](RetryPolicy::decide) has asked for
+    /// so far, as taken (after `max_delay` and every other cap).
+    #[must_use]
+    pub fn waited(&self) -> Duration {
+        self.waited
     }
 
     /// Counts an attempt that was abandoned before it finished (cut off by
@@ -142,6 +151,7 @@ impl<S: Schedule> RetryPolicy<S> {
             granted: None,
             attempt_started: None,
             backoff: None,
+            waited: Duration::ZERO,
         };
         if let Some(limit) = self.max_elapsed {
             let now = clock.now();
@@ -263,6 +273,7 @@ impl<S: Schedule> RetryPolicy<S> {
             }
             state.granted = Some(Grant::Retry);
         }
+        state.waited = state.waited.saturating_add(delay);
         tracing::debug!(
             attempt = state.attempts,
             delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),

@@ -1,30 +1,51 @@
 use std::future::Ready;
 use std::time::Duration;
 
-use super::{AsPolicy, Attempt, Notice, Notify, Retry, cancel_reason, conclude};
+use super::report::Ending;
+use super::{AsPolicy, Attempt, Finish, Notice, Notify, Retry, cancel_reason, conclude};
 use crate::hedge::AttemptSet;
 use crate::{
-    CancelToken, Classify, Clock, Deadline, Decision, RetryError, RetryPolicy, StopReason, Verdict,
+    CallState, CancelToken, Classify, Clock, Deadline, Decision, RetryError, RetryPolicy,
+    StopReason, Verdict,
 };
 
-impl<F, P, K, N, C, T, E> Retry<F, P, K, N, C>
+/// A call's result and how it ended.
+type Ended<T, E> = (Result<T, RetryError<E>>, Ending);
+
+/// The result with the ending `state` and `stop` describe.
+fn ended<T, E>(
+    result: Result<T, RetryError<E>>,
+    state: &CallState,
+    stop: Option<StopReason>,
+) -> Ended<T, E> {
+    let ending = Ending {
+        attempts: state.attempts(),
+        stop,
+        waited: state.waited(),
+    };
+    (result, ending)
+}
+
+impl<F, P, K, N, C, O, T, E> Retry<F, P, K, N, C, O>
 where
     F: FnMut(Attempt) -> Result<T, E>,
     P: AsPolicy,
     K: Classify<T, E>,
     N: Notify<E, Future = Ready<()>>,
     C: Clock,
+    O: Finish<T, E>,
 {
     /// Runs the operation on this thread, retrying as the policy decides.
     ///
     /// # Errors
-    /// A [`RetryError`] saying why the call stopped, with the last error.
+    /// A [`RetryError`] saying why the call stopped, with the last error
+    /// (after [`report`](Self::report): a [`Report`](super::Report)).
     ///
     /// Available when the operation returns a `Result` (made by
     /// [`retry_blocking`](super::BlockingRetryable::retry_blocking)); it
     /// sleeps the thread on the builder's [`Clock`].
     #[inline]
-    pub fn call(mut self) -> Result<T, RetryError<E>> {
+    pub fn call(mut self) -> O::Output {
         let policy = self.policy.as_policy();
         if policy.is_lean()
             && self.options.deadline.is_none()
@@ -45,7 +66,9 @@ where
             let outcome = (self.op)(attempt);
             let verdict = self.classify.classify(&outcome);
             return match outcome {
-                Ok(value) if verdict == Verdict::Success => Ok(value),
+                Ok(value) if verdict == Verdict::Success => {
+                    O::finish(Ok(value), || Ending::FIRST_SUCCESS)
+                }
                 outcome => self.after_first(outcome, verdict),
             };
         }
@@ -56,14 +79,20 @@ where
     /// Cold, so that the success path is the straight line through `call`.
     #[cold]
     #[inline(never)]
-    fn after_first(self, outcome: Result<T, E>, verdict: Verdict) -> Result<T, RetryError<E>> {
+    fn after_first(self, outcome: Result<T, E>, verdict: Verdict) -> O::Output {
         self.call_on(Some((outcome, verdict)))
+    }
+
+    /// The full loop, then the output.
+    #[inline(never)]
+    fn call_on(self, first: Option<(Result<T, E>, Verdict)>) -> O::Output {
+        let (result, ending) = self.run(first);
+        O::finish(result, || ending)
     }
 
     /// The full loop; `first` is the first attempt's outcome when the lean
     /// path already made it.
-    #[inline(never)]
-    fn call_on(mut self, mut first: Option<(Result<T, E>, Verdict)>) -> Result<T, RetryError<E>> {
+    fn run(mut self, mut first: Option<(Result<T, E>, Verdict)>) -> Ended<T, E> {
         let policy = self.policy.as_policy();
         let name = self.options.name;
         let clock = &self.clock;
@@ -72,7 +101,11 @@ where
         } else {
             match policy.admit_and_start(clock, self.options.deadline) {
                 Ok(state) => state,
-                Err(refusal) => return Err(refused(policy, refusal.by, name)),
+                Err(refusal) => {
+                    let result = Err(refused(policy, refusal.by, name));
+                    let ending = Ending::of(&result);
+                    return (result, ending);
+                }
             }
         };
         let mut last: Option<Result<T, E>> = None;
@@ -82,7 +115,9 @@ where
             {
                 policy.abandon(&mut state);
                 let now = clock.now();
-                return conclude(last, cancel_reason(&state, now), &state, now, name, false);
+                let reason = cancel_reason(&state, now);
+                let result = conclude(last, reason, &state, now, name, false);
+                return ended(result, &state, Some(reason));
             }
             let (outcome, verdict) = match first.take() {
                 Some(made) => made,
@@ -108,20 +143,19 @@ where
             match policy.decide(&mut state, verdict, clock) {
                 Decision::Succeed => {
                     return match outcome {
-                        Ok(value) => Ok(value),
+                        Ok(value) => ended(Ok(value), &state, None),
                         // The classifier called an error final: hand it back.
-                        Err(e) => conclude(
-                            Some(Err(e)),
-                            StopReason::Permanent,
-                            &state,
-                            clock.now(),
-                            name,
-                            false,
-                        ),
+                        Err(e) => {
+                            let reason = StopReason::Permanent;
+                            let now = clock.now();
+                            let result = conclude(Some(Err(e)), reason, &state, now, name, false);
+                            ended(result, &state, Some(reason))
+                        }
                     };
                 }
                 Decision::Stop(reason) => {
-                    return conclude(Some(outcome), reason, &state, clock.now(), name, false);
+                    let result = conclude(Some(outcome), reason, &state, clock.now(), name, false);
+                    return ended(result, &state, Some(reason));
                 }
                 Decision::Retry(delay) => {
                     let notice = Notice::new(&state, outcome.as_ref().err(), delay, clock.now());
@@ -130,14 +164,9 @@ where
                     if sleep(clock, delay, self.options.cancel.as_ref()) {
                         policy.abandon(&mut state);
                         let now = clock.now();
-                        return conclude(
-                            last,
-                            cancel_reason(&state, now),
-                            &state,
-                            now,
-                            name,
-                            false,
-                        );
+                        let reason = cancel_reason(&state, now);
+                        let result = conclude(last, reason, &state, now, name, false);
+                        return ended(result, &state, Some(reason));
                     }
                 }
             }

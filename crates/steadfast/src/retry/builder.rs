@@ -1,6 +1,7 @@
 use std::fmt;
+use std::marker::PhantomData;
 
-use super::{CallOptions, NotifyAsync, NotifyFn};
+use super::{CallOptions, NotifyAsync, NotifyFn, Plain, Reported};
 #[cfg(doc)]
 use crate::clock::SystemClock;
 use crate::{AnyError, CancelToken, ClassifyFn, Clock, Deadline, When};
@@ -68,17 +69,25 @@ pub struct NoClock;
 /// to use instead, rather than letting tokio panic.
 ///
 /// [`TokioClock`]: crate::clock::TokioClock
+///
+/// # Output
+/// Awaited or called, a retry gives the call's `Result`; after
+/// [`report`](Self::report) it gives a [`Report`](super::Report), which
+/// also says how many attempts were made, why retrying stopped (telling a
+/// success from a retried `Ok` value that ran out of attempts) and how long
+/// the call waited. `O` is [`Plain`] or [`Reported`].
 #[must_use = "a retry does nothing until it is awaited or `.call()`ed"]
-pub struct Retry<F, P, K = AnyError, N = (), C = DefaultClock> {
+pub struct Retry<F, P, K = AnyError, N = (), C = DefaultClock, O = Plain> {
     pub(super) op: F,
     pub(super) policy: P,
     pub(super) classify: K,
     pub(super) notify: N,
     pub(super) clock: C,
     pub(super) options: CallOptions,
+    pub(super) output: PhantomData<fn() -> O>,
 }
 
-impl<F, P: fmt::Debug, K: fmt::Debug, N, C: fmt::Debug> fmt::Debug for Retry<F, P, K, N, C> {
+impl<F, P: fmt::Debug, K: fmt::Debug, N, C: fmt::Debug, O> fmt::Debug for Retry<F, P, K, N, C, O> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Retry")
             .field("policy", &self.policy)
@@ -98,25 +107,26 @@ impl<F, P, C> Retry<F, P, AnyError, (), C> {
             notify: (),
             clock,
             options: CallOptions::default(),
+            output: PhantomData,
         }
     }
 }
 
-impl<F, P, K, N, C> Retry<F, P, K, N, C> {
+impl<F, P, K, N, C, O> Retry<F, P, K, N, C, O> {
     /// Retries the errors for which `predicate` holds; any other error stops
     /// the call at once ([`StopReason::Permanent`](crate::StopReason::Permanent)).
-    pub fn when<Pred>(self, predicate: Pred) -> Retry<F, P, When<Pred>, N, C> {
+    pub fn when<Pred>(self, predicate: Pred) -> Retry<F, P, When<Pred>, N, C, O> {
         self.with_classifier(When::new(predicate))
     }
 
     /// Classifies each whole outcome with `f`; can retry `Ok` values and
     /// honour server hints ([`Verdict::RetryAfter`](crate::Verdict::RetryAfter)).
-    pub fn classify<G>(self, f: G) -> Retry<F, P, ClassifyFn<G>, N, C> {
+    pub fn classify<G>(self, f: G) -> Retry<F, P, ClassifyFn<G>, N, C, O> {
         self.with_classifier(ClassifyFn::new(f))
     }
 
     /// Uses any [`Classify`](crate::Classify) implementation.
-    pub fn with_classifier<K2>(self, classify: K2) -> Retry<F, P, K2, N, C> {
+    pub fn with_classifier<K2>(self, classify: K2) -> Retry<F, P, K2, N, C, O> {
         Retry {
             op: self.op,
             policy: self.policy,
@@ -124,24 +134,25 @@ impl<F, P, K, N, C> Retry<F, P, K, N, C> {
             notify: self.notify,
             clock: self.clock,
             options: self.options,
+            output: PhantomData,
         }
     }
 
     /// Calls `hook(&notice)` before each wait, with a
     /// [`Notice`](super::Notice) of the attempt that failed, its error, the
     /// wait and the time the call has left.
-    pub fn notify<H>(self, hook: H) -> Retry<F, P, K, NotifyFn<H>, C> {
+    pub fn notify<H>(self, hook: H) -> Retry<F, P, K, NotifyFn<H>, C, O> {
         self.with_notify(NotifyFn::new(hook))
     }
 
     /// Calls `hook(&notice)` before each wait and awaits the future it
     /// returns (async executor only); see [`notify`](Self::notify).
-    pub fn notify_async<H>(self, hook: H) -> Retry<F, P, K, NotifyAsync<H>, C> {
+    pub fn notify_async<H>(self, hook: H) -> Retry<F, P, K, NotifyAsync<H>, C, O> {
         self.with_notify(NotifyAsync::new(hook))
     }
 
     /// Uses any [`Notify`](super::Notify) implementation.
-    pub fn with_notify<N2>(self, notify: N2) -> Retry<F, P, K, N2, C> {
+    pub fn with_notify<N2>(self, notify: N2) -> Retry<F, P, K, N2, C, O> {
         Retry {
             op: self.op,
             policy: self.policy,
@@ -149,6 +160,7 @@ impl<F, P, K, N, C> Retry<F, P, K, N, C> {
             notify,
             clock: self.clock,
             options: self.options,
+            output: PhantomData,
         }
     }
 
@@ -156,7 +168,7 @@ impl<F, P, K, N, C> Retry<F, P, K, N, C> {
     /// async executor, [`SystemClock`] for the blocking one).
     ///
     /// [`TokioClock`]: crate::clock::TokioClock
-    pub fn clock<C2: Clock>(self, clock: C2) -> Retry<F, P, K, N, C2> {
+    pub fn clock<C2: Clock>(self, clock: C2) -> Retry<F, P, K, N, C2, O> {
         Retry {
             op: self.op,
             policy: self.policy,
@@ -164,6 +176,7 @@ impl<F, P, K, N, C> Retry<F, P, K, N, C> {
             notify: self.notify,
             clock,
             options: self.options,
+            output: PhantomData,
         }
     }
 
@@ -184,5 +197,38 @@ impl<F, P, K, N, C> Retry<F, P, K, N, C> {
     pub fn name(mut self, name: &'static str) -> Self {
         self.options.name = Some(name);
         self
+    }
+
+    /// Gives a [`Report`](super::Report) instead of the plain result: the
+    /// result, the attempts made, why retrying stopped (`None` for a
+    /// success, so a retried `Ok` value that ran out of attempts is told
+    /// apart) and the time spent waiting. A call that succeeds at once
+    /// costs the same as without it.
+    ///
+    /// ```
+    /// use steadfast::{Attempt, RetryPolicy, Retryable, StopReason, Verdict};
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), steadfast::ConfigError> {
+    /// let policy = RetryPolicy::builder().max_attempts(2).build()?;
+    /// let report = (|_: Attempt| async { Ok::<u16, ()>(503) })
+    ///     .retry(&policy)
+    ///     .classify(|r: &Result<u16, ()>| if r == &Ok(503) { Verdict::Retry } else { Verdict::Success })
+    ///     .report()
+    ///     .await;
+    /// assert_eq!((report.attempts, report.stop), (2, Some(StopReason::Exhausted)));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn report(self) -> Retry<F, P, K, N, C, Reported> {
+        Retry {
+            op: self.op,
+            policy: self.policy,
+            classify: self.classify,
+            notify: self.notify,
+            clock: self.clock,
+            options: self.options,
+            output: PhantomData,
+        }
     }
 }

@@ -10,7 +10,10 @@ use std::time::Duration;
 use pin_project_lite::pin_project;
 
 use super::blocking::{attempt_deadline, refused};
-use super::{AsPolicy, Attempt, Notice, Notify, Operation, Retry, cancel_reason, conclude};
+use super::report::Ending;
+use super::{
+    AsPolicy, Attempt, Finish, Notice, Notify, Operation, Plain, Retry, cancel_reason, conclude,
+};
 use crate::cancel::Cancelled;
 use crate::deadline::WithDeadline;
 use crate::hedge::AttemptSet;
@@ -34,13 +37,18 @@ pin_project! {
     /// allocation for a call that needs it, and it keeps every retry future
     /// small (the options, the first attempt and a pointer) instead of
     /// making each one carry the largest state any call could need.
+    ///
+    /// `O` says what it resolves to: the call's `Result` ([`Plain`], the
+    /// default) or a [`Report`](super::Report) (after
+    /// [`Retry::report`](super::Retry::report)).
     #[must_use = "futures do nothing unless polled"]
-    pub struct RetryFuture<F, Fut, P, K, N, C, T, E>
+    pub struct RetryFuture<F, Fut, P, K, N, C, T, E, O = Plain>
     where
         N: Notify<E>,
         C: AsyncClock,
     {
         core: Core<F, Fut, P, K, N, C, T, E>,
+        output: PhantomData<fn() -> O>,
         // The lean first attempt. Apart from `running`, so that its
         // changes touch only this small value.
         #[pin]
@@ -137,6 +145,8 @@ pin_project! {
     #[project = RunningProj]
     struct Running<Fut, S, H, T, E> {
         call: CallState,
+        // Why the call stopped, once it has (for a report).
+        stop: Option<StopReason>,
         last: Option<Result<T, E>>,
         timed_out: bool,
         phase: Phase,
@@ -157,6 +167,7 @@ impl<Fut, S, H, T, E> Running<Fut, S, H, T, E> {
     const fn new(call: CallState) -> Self {
         Self {
             call,
+            stop: None,
             last: None,
             timed_out: false,
             phase: Phase::Attempt,
@@ -175,9 +186,16 @@ enum Phase {
     Sleep,
 }
 
-type Output<T, E> = Poll<Result<T, RetryError<E>>>;
+/// What a step of the running stage gives: the result once the call ends.
+type Stepped<T, E> = Poll<Result<T, RetryError<E>>>;
 
-impl<F, Fut, P, K, N, C, T, E> fmt::Debug for RetryFuture<F, Fut, P, K, N, C, T, E>
+/// A call's result and how it ended.
+type Ended<T, E> = (Result<T, RetryError<E>>, Ending);
+
+/// What the running stage gives: the result and the ending once it ends.
+type Output<T, E> = Poll<Ended<T, E>>;
+
+impl<F, Fut, P, K, N, C, T, E, O> fmt::Debug for RetryFuture<F, Fut, P, K, N, C, T, E, O>
 where
     N: Notify<E>,
     C: AsyncClock,
@@ -199,7 +217,7 @@ where
     }
 }
 
-impl<F, Fut, P, K, N, C, T, E> IntoFuture for Retry<F, P, K, N, C>
+impl<F, Fut, P, K, N, C, T, E, O> IntoFuture for Retry<F, P, K, N, C, O>
 where
     F: Operation<Future = Fut>,
     Fut: Future<Output = Result<T, E>>,
@@ -207,9 +225,10 @@ where
     K: Classify<T, E>,
     N: Notify<E>,
     C: AsyncClock,
+    O: Finish<T, E>,
 {
-    type Output = Result<T, RetryError<E>>;
-    type IntoFuture = RetryFuture<F, Fut, P, K, N, C, T, E>;
+    type Output = O::Output;
+    type IntoFuture = RetryFuture<F, Fut, P, K, N, C, T, E, O>;
 
     #[inline]
     fn into_future(self) -> Self::IntoFuture {
@@ -225,13 +244,14 @@ where
                 deadline: self.options.deadline,
                 types: PhantomData,
             },
+            output: PhantomData,
             first: First::Unpolled,
             running: OutOfLine::new(None),
         }
     }
 }
 
-impl<F, Fut, P, K, N, C, T, E> Future for RetryFuture<F, Fut, P, K, N, C, T, E>
+impl<F, Fut, P, K, N, C, T, E, O> Future for RetryFuture<F, Fut, P, K, N, C, T, E, O>
 where
     F: Operation<Future = Fut>,
     Fut: Future<Output = Result<T, E>>,
@@ -239,8 +259,9 @@ where
     K: Classify<T, E>,
     N: Notify<E>,
     C: AsyncClock,
+    O: Finish<T, E>,
 {
-    type Output = Result<T, RetryError<E>>;
+    type Output = O::Output;
 
     /// The lean first attempt is handled here, small enough to inline into
     /// the caller; the running stage is out of line.
@@ -257,15 +278,19 @@ where
                     let Poll::Ready(outcome) = attempt.poll(cx) else {
                         if core.poll_cancelled(cx) {
                             first.set(First::Over);
-                            return Poll::Ready(core.cancelled_lean(true));
+                            return Poll::Ready(finish::<O, T, E>(core.cancelled_lean(true)));
                         }
                         return Poll::Pending;
                     };
                     first.set(First::Over);
                     let verdict = core.classify.classify(&outcome);
                     return match outcome {
-                        Ok(value) if verdict == Verdict::Success => Poll::Ready(Ok(value)),
-                        outcome => core.after_first(this.running, outcome, verdict, cx),
+                        Ok(value) if verdict == Verdict::Success => {
+                            Poll::Ready(O::finish(Ok(value), || Ending::FIRST_SUCCESS))
+                        }
+                        outcome => core
+                            .after_first(this.running, outcome, verdict, cx)
+                            .map(|(r, e)| O::finish(r, || e)),
                     };
                 }
                 FirstProj::Unpolled => {
@@ -277,13 +302,15 @@ where
                         // The lean path: no control to ask, no time limit;
                         // no per-call state until something fails.
                         if core.is_cancelled() {
-                            return Poll::Ready(core.cancelled_lean(false));
+                            return Poll::Ready(finish::<O, T, E>(core.cancelled_lean(false)));
                         }
                         let attempt = core.op.attempt(Attempt::new(1));
                         first.set(First::Polling { attempt });
                         continue;
                     }
-                    return core.begin(this.running, cx);
+                    return core
+                        .begin(this.running, cx)
+                        .map(|(r, e)| O::finish(r, || e));
                 }
                 FirstProj::Over => {
                     let Some(run) = this.running.as_mut() else {
@@ -294,7 +321,7 @@ where
                         // Drops the attempt, the timer and the hook at once.
                         **this.running = None;
                     }
-                    return out;
+                    return out.map(|(r, e)| O::finish(r, || e));
                 }
             }
         }
@@ -357,16 +384,19 @@ where
     ) -> Output<T, E> {
         if self.is_cancelled() {
             // Cancelled before anything was asked or sent.
-            return Poll::Ready(self.cancelled_lean(false));
+            return Poll::Ready(ended_early(self.cancelled_lean(false)));
         }
         let policy = self.policy.as_policy();
         let call = match policy.admit_and_start(&self.clock, self.deadline) {
             Ok(call) => call,
-            Err(refusal) => return Poll::Ready(Err(refused(policy, refusal.by, self.name))),
+            Err(refusal) => {
+                return Poll::Ready(ended_early(Err(refused(policy, refusal.by, self.name))));
+            }
         };
         let mut run = Box::pin(Running::new(call));
-        if let Err(done) = self.start_attempt(&mut run.as_mut().project()) {
-            return Poll::Ready(done);
+        let mut proj = run.as_mut().project();
+        if let Err(done) = self.start_attempt(&mut proj) {
+            return Poll::Ready((done, ending(&proj)));
         }
         self.keep_running(slot, run, cx)
     }
@@ -383,8 +413,9 @@ where
     ) -> Output<T, E> {
         let call = self.policy.as_policy().start(&self.clock, self.deadline);
         let mut run = Box::pin(Running::new(call));
-        if let Some(done) = self.on_outcome(&mut run.as_mut().project(), Some(outcome), verdict) {
-            return Poll::Ready(done);
+        let mut proj = run.as_mut().project();
+        if let Some(done) = self.on_outcome(&mut proj, Some(outcome), verdict) {
+            return Poll::Ready((done, ending(&proj)));
         }
         self.keep_running(slot, run, cx)
     }
@@ -411,14 +442,15 @@ where
         run: &mut Boxed<Fut, C::Sleep, N::Future, T, E>,
         cx: &mut Context<'_>,
     ) -> Output<T, E> {
-        self.step(&mut run.as_mut().project(), cx)
+        let mut proj = run.as_mut().project();
+        self.step(&mut proj, cx).map(|done| (done, ending(&proj)))
     }
 
     fn step(
         &mut self,
         run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
         cx: &mut Context<'_>,
-    ) -> Output<T, E> {
+    ) -> Stepped<T, E> {
         loop {
             if self.is_cancelled() {
                 return Poll::Ready(self.stop_cancelled(run));
@@ -580,7 +612,7 @@ where
         &mut self,
         run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
         cx: &mut Context<'_>,
-    ) -> Output<T, E> {
+    ) -> Stepped<T, E> {
         if self.poll_cancelled(cx) {
             return Poll::Ready(self.stop_cancelled(run));
         }
@@ -601,6 +633,7 @@ where
         run.timer.set(None);
         run.hook.set(None);
         let reason = cancel_reason(run.call, now);
+        *run.stop = Some(reason);
         conclude(run.last.take(), reason, run.call, now, self.name, false)
     }
 
@@ -610,6 +643,7 @@ where
         reason: StopReason,
     ) -> Result<T, RetryError<E>> {
         let now = self.clock.now();
+        *run.stop = Some(reason);
         conclude(
             run.last.take(),
             reason,
@@ -619,4 +653,26 @@ where
             *run.timed_out,
         )
     }
+}
+
+/// How a call with a running stage ended.
+fn ending<Fut, S, H, T, E>(run: &RunningProj<'_, Fut, S, H, T, E>) -> Ending {
+    Ending {
+        attempts: run.call.attempts(),
+        stop: *run.stop,
+        waited: run.call.waited(),
+    }
+}
+
+/// A call that ended before it had a running stage.
+fn ended_early<T, E>(result: Result<T, RetryError<E>>) -> Ended<T, E> {
+    let ending = Ending::of(&result);
+    (result, ending)
+}
+
+/// The output of a call that ended before it had a running stage.
+#[cold]
+fn finish<O: Finish<T, E>, T, E>(result: Result<T, RetryError<E>>) -> O::Output {
+    let ending = Ending::of(&result);
+    O::finish(result, || ending)
 }

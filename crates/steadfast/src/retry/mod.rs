@@ -8,7 +8,9 @@
 //! - [`BlockingRetryable::retry_blocking`]: a loop that sleeps the thread.
 //!
 //! Both read like English and share the options `when`, `classify`,
-//! `notify`, `cancel_on`, `deadline`, `clock` and `name`:
+//! `notify`, `cancel_on`, `deadline`, `clock` and `name`; `report` makes
+//! either give a [`Report`] (attempts, why retrying stopped, time waited)
+//! beside the result:
 //!
 //! ```
 //! use std::time::Duration;
@@ -45,6 +47,7 @@ mod builder;
 mod future;
 mod notify;
 mod operation;
+mod report;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -55,6 +58,7 @@ pub use builder::{DefaultClock, Retry};
 pub use future::RetryFuture;
 pub use notify::{Notice, Notify, NotifyAsync, NotifyFn};
 pub use operation::Operation;
+pub use report::{Finish, Plain, Report, Reported};
 
 use crate::deadline::CancelCause;
 use crate::hedge::AttemptSet;

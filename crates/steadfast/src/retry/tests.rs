@@ -989,3 +989,157 @@ fn the_notice_says_when_and_how_much_time_is_left() {
     assert!(notices.iter().all(|(_, wait, left, _)| Some(*wait) < *left));
     assert_eq!(err.reason(), StopReason::Deadline);
 }
+
+fn retry_503(r: &Result<u16, &str>) -> Verdict {
+    match r {
+        Ok(503) | Err(_) => Verdict::Retry,
+        Ok(_) => Verdict::Success,
+    }
+}
+
+#[test]
+fn a_report_tells_a_success_from_an_ok_value_that_ran_out() {
+    // Retried 503s until the attempts are spent: the last one comes back,
+    // and the report says retries ran out.
+    let report = (|_: Attempt| Ok::<u16, &str>(503))
+        .retry_blocking(policy(3, &[1, 2]))
+        .classify(retry_503)
+        .clock(VirtualClock::new())
+        .report()
+        .call();
+    assert_eq!(report.result.as_ref().ok(), Some(&503));
+    assert_eq!(report.stop, Some(StopReason::Exhausted));
+    assert!(!report.succeeded());
+    assert_eq!((report.attempts, report.waited), (3, secs(3)));
+
+    // A success after two failures.
+    let report = (|a: Attempt| if a.number < 3 { Ok(503) } else { Ok(200) })
+        .retry_blocking(policy(5, &[1, 2, 4]))
+        .classify(retry_503)
+        .clock(VirtualClock::new())
+        .report()
+        .call();
+    assert_eq!(report.result.as_ref().ok(), Some(&200));
+    assert_eq!(report.stop, None);
+    assert!(report.succeeded());
+    assert_eq!((report.attempts, report.waited), (3, secs(3)));
+
+    // A success at once: nothing waited.
+    let report = (|_: Attempt| Ok::<u16, &str>(200))
+        .retry_blocking(policy(5, &[1]))
+        .clock(VirtualClock::new())
+        .report()
+        .call();
+    assert_eq!(
+        (report.attempts, report.stop, report.waited),
+        (1, None, secs(0))
+    );
+    assert_eq!(report.into_result().ok(), Some(200));
+
+    // A failure: the report's stop is the error's reason.
+    let report = (|_: Attempt| Err::<u16, _>("forbidden"))
+        .retry_blocking(policy(5, &[1]))
+        .classify(|_: &Result<u16, &str>| Verdict::Stop)
+        .clock(VirtualClock::new())
+        .report()
+        .call();
+    assert_eq!(report.stop, Some(StopReason::Permanent));
+    assert_eq!(report.result.unwrap_err().reason(), StopReason::Permanent);
+}
+
+#[test]
+fn a_report_of_a_refused_call_counts_no_attempt() {
+    #[derive(Debug)]
+    struct Shut;
+    impl RetryControl for Shut {
+        fn admit(&self) -> Result<(), Refusal> {
+            Err(Refusal { by: "breaker" })
+        }
+        fn record(&self, _: Outcome) {}
+        fn allow_retry(&self) -> Result<(), Refusal> {
+            Ok(())
+        }
+    }
+    let policy = RetryPolicy::with_schedule(Fixed(vec![secs(1)]))
+        .max_attempts(3)
+        .control(Arc::new(Shut))
+        .build()
+        .unwrap();
+    let report = (|_: Attempt| Ok::<u16, &str>(200))
+        .retry_blocking(&policy)
+        .clock(VirtualClock::new())
+        .report()
+        .call();
+    assert_eq!(
+        (report.attempts, report.stop),
+        (0, Some(StopReason::Throttled))
+    );
+    let report = futures::executor::block_on(
+        (|_: Attempt| std::future::ready(Ok::<u16, &str>(200)))
+            .retry(&policy)
+            .clock(VirtualClock::new())
+            .report()
+            .into_future(),
+    );
+    assert_eq!(
+        (report.attempts, report.stop),
+        (0, Some(StopReason::Throttled))
+    );
+}
+
+#[cfg(feature = "tokio")]
+#[tokio::test(start_paused = true)]
+async fn an_async_report_says_how_the_call_ended() {
+    let t0 = TokioClock.now();
+    let report = (|_: Attempt| async { Ok::<u16, &str>(503) })
+        .retry(policy(3, &[1, 2]))
+        .classify(retry_503)
+        .report()
+        .await;
+    assert_eq!(report.result.as_ref().ok(), Some(&503));
+    assert_eq!(report.stop, Some(StopReason::Exhausted));
+    assert_eq!((report.attempts, report.waited), (3, secs(3)));
+    assert_eq!(TokioClock.now() - t0, secs(3));
+
+    let report = (|a: Attempt| async move { if a.number < 2 { Ok(503) } else { Ok(200) } })
+        .retry(policy(3, &[1, 2]))
+        .classify(retry_503)
+        .report()
+        .await;
+    assert_eq!(
+        (report.attempts, report.stop, report.waited),
+        (2, None, secs(1))
+    );
+
+    // The lean path, reported: one attempt, no stop.
+    let report = (|_: Attempt| async { Ok::<u16, &str>(200) })
+        .retry(policy(3, &[1, 2]))
+        .report()
+        .await;
+    assert_eq!(
+        (report.attempts, report.stop, report.waited),
+        (1, None, secs(0))
+    );
+
+    // A deadline that cuts the next wait stops the call as `Deadline`,
+    // which the plain result (an `Ok(503)`) cannot say.
+    let report = (|_: Attempt| async { Ok::<u16, &str>(503) })
+        .retry(policy(5, &[10, 10]))
+        .classify(retry_503)
+        .deadline(crate::Deadline::after(TokioClock.now(), secs(5)))
+        .report()
+        .await;
+    assert_eq!(report.stop, Some(StopReason::Deadline));
+    assert_eq!((report.attempts, report.waited), (1, secs(0)));
+
+    // Cancelled mid-wait.
+    let token = CancelToken::new();
+    let _cancel = cancel_after(&token, secs(1));
+    let report = (|_: Attempt| async { Err::<u16, _>("down") })
+        .retry(policy(5, &[10, 10]))
+        .cancel_on(token)
+        .report()
+        .await;
+    assert_eq!(report.stop, Some(StopReason::Cancelled));
+    assert_eq!((report.attempts, report.waited), (1, secs(10)));
+}
