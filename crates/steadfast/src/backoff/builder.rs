@@ -606,6 +606,10 @@ impl Schedule for Backoff {
     fn seed(&self) -> Option<u64> {
         self.seed
     }
+
+    fn max_attempts(&self) -> Option<u32> {
+        Backoff::max_attempts(self)
+    }
 }
 
 impl fmt::Debug for Backoff {

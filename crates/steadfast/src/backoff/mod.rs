@@ -133,6 +133,14 @@ pub trait Schedule: fmt::Debug + Send + Sync {
     fn seed(&self) -> Option<u64> {
         None
     }
+
+    /// The most attempts (counting the first) this schedule allows, if it
+    /// has a limit of its own: it hands out `max_attempts - 1` delays. A
+    /// [`RetryPolicy`](crate::RetryPolicy) built over it adopts the limit
+    /// (see [`RetryPolicyBuilder::max_attempts`](crate::RetryPolicyBuilder::max_attempts)).
+    fn max_attempts(&self) -> Option<u32> {
+        None
+    }
 }
 
 impl<S: Schedule + ?Sized> Schedule for &S {
@@ -142,6 +150,9 @@ impl<S: Schedule + ?Sized> Schedule for &S {
     fn seed(&self) -> Option<u64> {
         (**self).seed()
     }
+    fn max_attempts(&self) -> Option<u32> {
+        (**self).max_attempts()
+    }
 }
 
 impl<S: Schedule + ?Sized> Schedule for std::sync::Arc<S> {
@@ -150,6 +161,9 @@ impl<S: Schedule + ?Sized> Schedule for std::sync::Arc<S> {
     }
     fn seed(&self) -> Option<u64> {
         (**self).seed()
+    }
+    fn max_attempts(&self) -> Option<u32> {
+        (**self).max_attempts()
     }
 }
 

@@ -176,6 +176,7 @@ impl<S: Schedule + Clone> RetryPolicy<S> {
     pub fn to_builder(&self) -> RetryPolicyBuilder<S> {
         RetryPolicyBuilder {
             policy: self.clone(),
+            attempts_set: true,
         }
     }
 }
@@ -202,6 +203,9 @@ impl<S: Schedule> RetryPolicy<S> {
 #[derive(Clone)]
 pub struct RetryPolicyBuilder<S> {
     policy: RetryPolicy<S>,
+    /// Whether `max_attempts` was set (or came from a built policy), as
+    /// opposed to the default, which the schedule's own limit replaces.
+    attempts_set: bool,
 }
 
 impl<S: fmt::Debug> fmt::Debug for RetryPolicyBuilder<S> {
@@ -225,14 +229,38 @@ impl<S: Schedule> RetryPolicyBuilder<S> {
                 lean: true,
                 timed: false,
             },
+            attempts_set: false,
         }
     }
 
-    /// The most attempts a call makes, **counting the first** (default 3;
-    /// 1 means no retry; must be at least 1).
+    /// The most attempts a call makes, **counting the first** (1 means no
+    /// retry; must be at least 1).
+    ///
+    /// This is the place for the limit. A schedule may carry one of its own
+    /// ([`Backoff`]'s `max_attempts`, for a schedule used alone); then:
+    /// - unset here, the policy adopts the schedule's limit (else the
+    ///   default, 3);
+    /// - set here, it must not exceed the schedule's: attempts the schedule
+    ///   has no delay for could never be made, so [`build`](Self::build)
+    ///   rejects that with a [`ConfigError`] naming both numbers. A smaller
+    ///   limit here is fine (a derived single-attempt policy, say).
+    ///
+    /// ```
+    /// use steadfast::{Backoff, RetryPolicy};
+    /// let five = Backoff::exponential().max_attempts(5).build()?;
+    /// // Unset on the policy: the schedule's limit holds.
+    /// assert_eq!(RetryPolicy::builder().backoff(five.clone()).build()?.max_attempts(), 5);
+    /// // Fewer on the policy: the policy's holds.
+    /// assert_eq!(RetryPolicy::builder().backoff(five.clone()).max_attempts(2).build()?.max_attempts(), 2);
+    /// // More on the policy than the schedule allows: an error, not a silent 5.
+    /// let err = RetryPolicy::builder().backoff(five).max_attempts(8).build().unwrap_err();
+    /// assert_eq!(err.field(), "max_attempts");
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
     #[must_use]
     pub fn max_attempts(mut self, attempts: u32) -> Self {
         self.policy.max_attempts = attempts;
+        self.attempts_set = true;
         self
     }
 
@@ -250,6 +278,7 @@ impl<S: Schedule> RetryPolicyBuilder<S> {
                 lean: p.lean,
                 timed: p.timed,
             },
+            attempts_set: self.attempts_set,
         }
     }
 
@@ -289,10 +318,24 @@ impl<S: Schedule> RetryPolicyBuilder<S> {
     /// Checks the settings and builds the policy.
     ///
     /// # Errors
-    /// A [`ConfigError`] when `max_attempts` is 0, or `max_elapsed` or
-    /// `attempt_timeout` is zero.
-    pub fn build(self) -> Result<RetryPolicy<S>, ConfigError> {
+    /// A [`ConfigError`] when `max_attempts` is 0 or more than the
+    /// schedule's own limit (see [`max_attempts`](Self::max_attempts)), or
+    /// `max_elapsed` or `attempt_timeout` is zero.
+    pub fn build(mut self) -> Result<RetryPolicy<S>, ConfigError> {
         const WHAT: &str = "retry policy";
+        if let Some(limit) = self.policy.schedule.max_attempts() {
+            if !self.attempts_set {
+                self.policy.max_attempts = limit;
+            } else if self.policy.max_attempts > limit {
+                return Err(ConfigError::new(
+                    WHAT,
+                    "max_attempts",
+                    "must not exceed the backoff's own max_attempts, which would silently \
+                     win; set the limit in one place (the policy's)",
+                    format_args!("{} (the backoff's: {limit})", self.policy.max_attempts),
+                ));
+            }
+        }
         let p = &self.policy;
         if p.max_attempts == 0 {
             return Err(ConfigError::new(

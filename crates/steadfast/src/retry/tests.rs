@@ -1143,3 +1143,47 @@ async fn an_async_report_says_how_the_call_ended() {
     assert_eq!(report.stop, Some(StopReason::Cancelled));
     assert_eq!((report.attempts, report.waited), (1, secs(10)));
 }
+
+proptest::proptest! {
+    /// `max_attempts` on the backoff and on the policy: one rule, reported
+    /// by `build()`: unset on the policy, the backoff's holds; set, it must
+    /// not exceed the backoff's; and a failing call makes exactly that many.
+    #[test]
+    fn max_attempts_in_two_places_follows_one_rule(
+        on_backoff in proptest::option::of(1u32..8),
+        on_policy in proptest::option::of(1u32..8),
+    ) {
+        let mut backoff = crate::Backoff::constant(secs(1));
+        if let Some(n) = on_backoff {
+            backoff = backoff.max_attempts(n);
+        }
+        let mut builder = RetryPolicy::builder().backoff(backoff.build().unwrap());
+        if let Some(n) = on_policy {
+            builder = builder.max_attempts(n);
+        }
+        let built = builder.build();
+        match (on_backoff, on_policy) {
+            (Some(b), Some(p)) if p > b => {
+                let err = built.unwrap_err();
+                proptest::prop_assert_eq!(err.field(), "max_attempts");
+                let names_both = format!("{p} (the backoff's: {b})");
+                proptest::prop_assert!(err.to_string().contains(&names_both), "{}", err);
+            }
+            _ => {
+                let policy = built.unwrap();
+                let expected = on_policy.or(on_backoff).unwrap_or(3);
+                proptest::prop_assert_eq!(policy.max_attempts(), expected);
+                let err = (|_: Attempt| Err::<(), _>("down"))
+                    .retry_blocking(&policy)
+                    .clock(VirtualClock::new())
+                    .call()
+                    .unwrap_err();
+                proptest::prop_assert_eq!(err.attempts(), expected);
+                proptest::prop_assert_eq!(err.reason(), StopReason::Exhausted);
+                // A policy derived from it keeps the rule.
+                let once = policy.to_builder().max_attempts(1).build().unwrap();
+                proptest::prop_assert_eq!(once.max_attempts(), 1);
+            }
+        }
+    }
+}
