@@ -1,8 +1,9 @@
 use std::borrow::Borrow;
 use std::fmt;
+use std::marker::PhantomData;
 
 use super::{HedgePolicy, HedgeStats};
-use crate::retry::{DefaultClock, Operation};
+use crate::retry::{DefaultClock, Operation, Plain, Reported};
 use crate::{AnyError, CancelToken, ClassifyFn, Clock, Deadline, When};
 
 /// A hook called once when a hedged call ends, with what it sent. `()` does
@@ -59,7 +60,12 @@ impl<F: FnMut(&HedgeStats)> OnFinish for FinishFn<F> {
 /// `P` is anything that borrows a [`HedgePolicy`]: the policy, a reference
 /// or an `Arc`.
 #[must_use = "a hedged call does nothing until it is awaited"]
-pub struct Hedge<F, P, K = AnyError, C = DefaultClock, H = ()> {
+///
+/// Awaited, it gives the call's `Result`; after [`report`](Self::report), a
+/// [`HedgeReport`](super::HedgeReport) (the result, the copies' stats and
+/// why the call stopped). `O` is [`Plain`] or [`Reported`].
+pub struct Hedge<F, P, K = AnyError, C = DefaultClock, H = (), O = Plain> {
+    pub(super) output: PhantomData<fn() -> O>,
     pub(super) op: F,
     pub(super) policy: P,
     pub(super) classify: K,
@@ -70,7 +76,7 @@ pub struct Hedge<F, P, K = AnyError, C = DefaultClock, H = ()> {
     pub(super) name: Option<&'static str>,
 }
 
-impl<F, P: fmt::Debug, K: fmt::Debug, C: fmt::Debug, H> fmt::Debug for Hedge<F, P, K, C, H> {
+impl<F, P: fmt::Debug, K: fmt::Debug, C: fmt::Debug, H, O> fmt::Debug for Hedge<F, P, K, C, H, O> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Hedge")
             .field("policy", &self.policy)
@@ -83,22 +89,23 @@ impl<F, P: fmt::Debug, K: fmt::Debug, C: fmt::Debug, H> fmt::Debug for Hedge<F, 
     }
 }
 
-impl<F, P, K, C, H> Hedge<F, P, K, C, H> {
+impl<F, P, K, C, H, O> Hedge<F, P, K, C, H, O> {
     /// Treats the errors for which `predicate` holds as non-fatal (the next
     /// copy goes at once); any other error is fatal and ends the call.
-    pub fn when<Pred>(self, predicate: Pred) -> Hedge<F, P, When<Pred>, C, H> {
+    pub fn when<Pred>(self, predicate: Pred) -> Hedge<F, P, When<Pred>, C, H, O> {
         self.with_classifier(When::new(predicate))
     }
 
     /// Classifies each copy's whole outcome with `f`: `Success` wins,
     /// `Retry` is non-fatal, `RetryAfter(d)` is pushback, `Stop` is fatal.
-    pub fn classify<G>(self, f: G) -> Hedge<F, P, ClassifyFn<G>, C, H> {
+    pub fn classify<G>(self, f: G) -> Hedge<F, P, ClassifyFn<G>, C, H, O> {
         self.with_classifier(ClassifyFn::new(f))
     }
 
     /// Uses any [`Classify`](crate::Classify) implementation.
-    pub fn with_classifier<K2>(self, classify: K2) -> Hedge<F, P, K2, C, H> {
+    pub fn with_classifier<K2>(self, classify: K2) -> Hedge<F, P, K2, C, H, O> {
         Hedge {
+            output: PhantomData,
             op: self.op,
             policy: self.policy,
             classify,
@@ -111,8 +118,9 @@ impl<F, P, K, C, H> Hedge<F, P, K, C, H> {
     }
 
     /// Reads time and sleeps on `clock` (default [`TokioClock`](crate::clock::TokioClock)).
-    pub fn clock<C2: Clock>(self, clock: C2) -> Hedge<F, P, K, C2, H> {
+    pub fn clock<C2: Clock>(self, clock: C2) -> Hedge<F, P, K, C2, H, O> {
         Hedge {
+            output: PhantomData,
             op: self.op,
             policy: self.policy,
             classify: self.classify,
@@ -126,8 +134,9 @@ impl<F, P, K, C, H> Hedge<F, P, K, C, H> {
 
     /// Calls `hook` once when the call ends, with its [`HedgeStats`]
     /// (copies sent, failed, cancelled, the winner).
-    pub fn on_finish<G: FnMut(&HedgeStats)>(self, hook: G) -> Hedge<F, P, K, C, FinishFn<G>> {
+    pub fn on_finish<G: FnMut(&HedgeStats)>(self, hook: G) -> Hedge<F, P, K, C, FinishFn<G>, O> {
         Hedge {
+            output: PhantomData,
             op: self.op,
             policy: self.policy,
             classify: self.classify,
@@ -156,6 +165,23 @@ impl<F, P, K, C, H> Hedge<F, P, K, C, H> {
     pub fn name(mut self, name: &'static str) -> Self {
         self.name = Some(name);
         self
+    }
+
+    /// Gives a [`HedgeReport`](super::HedgeReport) instead of the plain
+    /// result: the result, the copies' [`HedgeStats`] (on success too) and
+    /// why the call stopped (`None` for a success).
+    pub fn report(self) -> Hedge<F, P, K, C, H, Reported> {
+        Hedge {
+            output: PhantomData,
+            op: self.op,
+            policy: self.policy,
+            classify: self.classify,
+            clock: self.clock,
+            on_finish: self.on_finish,
+            cancel: self.cancel,
+            deadline: self.deadline,
+            name: self.name,
+        }
     }
 }
 
@@ -195,6 +221,7 @@ where
     #[inline]
     fn hedge<P: Borrow<HedgePolicy>>(self, policy: P) -> Hedge<Self, P> {
         Hedge {
+            output: PhantomData,
             op: self,
             policy,
             classify: AnyError,

@@ -9,11 +9,12 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use pin_project_lite::pin_project;
 
 use super::{
-    Hedge, HedgeAction, HedgeDecision, HedgeError, HedgePolicy, HedgeState, HedgeStats, OnFinish,
+    Hedge, HedgeAction, HedgeDecision, HedgeError, HedgeFinish, HedgePolicy, HedgeReport,
+    HedgeState, HedgeStats, OnFinish,
 };
 use crate::cancel::Cancelled;
 use crate::deadline::WithDeadline;
-use crate::retry::Operation;
+use crate::retry::{Operation, Plain};
 use crate::{AsyncClock, Classify, Deadline, StopReason};
 
 pin_project! {
@@ -25,10 +26,11 @@ pin_project! {
     /// spawned and nothing outlives the call.
     #[must_use = "futures do nothing unless polled"]
     #[project = HedgeFutureProj]
-    pub struct HedgeFuture<F, Fut, P, K, C, H, T, E>
+    pub struct HedgeFuture<F, Fut, P, K, C, H, T, E, O = Plain>
     where
         C: AsyncClock,
     {
+        output: std::marker::PhantomData<fn() -> O>,
         op: F,
         policy: P,
         classify: K,
@@ -68,7 +70,7 @@ impl<Fut: Future> Future for Tagged<Fut> {
     }
 }
 
-impl<F, Fut, P, K, C, H, T, E> fmt::Debug for HedgeFuture<F, Fut, P, K, C, H, T, E>
+impl<F, Fut, P, K, C, H, T, E, O> fmt::Debug for HedgeFuture<F, Fut, P, K, C, H, T, E, O>
 where
     C: AsyncClock,
 {
@@ -81,7 +83,7 @@ where
     }
 }
 
-impl<F, Fut, P, K, C, H, T, E> IntoFuture for Hedge<F, P, K, C, H>
+impl<F, Fut, P, K, C, H, T, E, O> IntoFuture for Hedge<F, P, K, C, H, O>
 where
     F: Operation<Future = Fut>,
     Fut: Future<Output = Result<T, E>>,
@@ -89,12 +91,14 @@ where
     K: Classify<T, E>,
     C: AsyncClock,
     H: OnFinish,
+    O: HedgeFinish<T, E>,
 {
-    type Output = Result<T, HedgeError<E>>;
-    type IntoFuture = HedgeFuture<F, Fut, P, K, C, H, T, E>;
+    type Output = O::Output;
+    type IntoFuture = HedgeFuture<F, Fut, P, K, C, H, T, E, O>;
 
     fn into_future(self) -> Self::IntoFuture {
         HedgeFuture {
+            output: std::marker::PhantomData,
             op: self.op,
             policy: self.policy,
             classify: self.classify,
@@ -114,7 +118,7 @@ where
     }
 }
 
-impl<F, Fut, P, K, C, H, T, E> Future for HedgeFuture<F, Fut, P, K, C, H, T, E>
+impl<F, Fut, P, K, C, H, T, E, O> Future for HedgeFuture<F, Fut, P, K, C, H, T, E, O>
 where
     F: Operation<Future = Fut>,
     Fut: Future<Output = Result<T, E>>,
@@ -122,8 +126,9 @@ where
     K: Classify<T, E>,
     C: AsyncClock,
     H: OnFinish,
+    O: HedgeFinish<T, E>,
 {
-    type Output = Result<T, HedgeError<E>>;
+    type Output = O::Output;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
@@ -137,7 +142,7 @@ where
                 .as_ref()
                 .is_some_and(|c| c.token().is_cancelled())
             {
-                return Poll::Ready(this.stop_cancelled(now));
+                return Poll::Ready(O::from_report(this.stop_cancelled(now)));
             }
             let deadline = *this.deadline;
             let state = this.state.get_or_insert_with(|| {
@@ -166,11 +171,13 @@ where
                     HedgeDecision::Continue => *this.last = Some(out),
                     HedgeDecision::Succeed => {
                         *this.last = Some(out);
-                        return Poll::Ready(this.finish(StopReason::Permanent, now));
+                        return Poll::Ready(O::from_report(
+                            this.finish(StopReason::Permanent, now),
+                        ));
                     }
                     HedgeDecision::Stop(reason) => {
                         *this.last = Some(out);
-                        return Poll::Ready(this.finish(reason, now));
+                        return Poll::Ready(O::from_report(this.finish(reason, now)));
                     }
                 }
                 continue;
@@ -202,7 +209,9 @@ where
                     }
                     HedgeAction::WaitUntil(t) => break Some(t),
                     HedgeAction::WaitForOutcome => break None,
-                    HedgeAction::Stop(reason) => return Poll::Ready(this.finish(reason, now)),
+                    HedgeAction::Stop(reason) => {
+                        return Poll::Ready(O::from_report(this.finish(reason, now)));
+                    }
                 }
             };
             if sent_any {
@@ -218,7 +227,7 @@ where
                     if !this.clock.can_sleep() {
                         // No timer here (the default tokio clock outside a
                         // tokio runtime): stop and say so, never panic.
-                        return Poll::Ready(this.finish(StopReason::NoTimer, now));
+                        return Poll::Ready(O::from_report(this.finish(StopReason::NoTimer, now)));
                     }
                     this.timer
                         .set(Some(this.clock.sleep(at.saturating_duration_since(now))));
@@ -238,20 +247,20 @@ where
             if let Some(cancel) = this.cancel.as_mut()
                 && Pin::new(cancel).poll(cx).is_ready()
             {
-                return Poll::Ready(this.stop_cancelled(now));
+                return Poll::Ready(O::from_report(this.stop_cancelled(now)));
             }
             return Poll::Pending;
         }
     }
 }
 
-impl<F, Fut, P, K, C, H, T, E> HedgeFutureProj<'_, F, Fut, P, K, C, H, T, E>
+impl<F, Fut, P, K, C, H, T, E, O> HedgeFutureProj<'_, F, Fut, P, K, C, H, T, E, O>
 where
     Fut: Future<Output = Result<T, E>>,
     C: AsyncClock,
     H: OnFinish,
 {
-    fn stop_cancelled(&mut self, now: Instant) -> Result<T, HedgeError<E>> {
+    fn stop_cancelled(&mut self, now: Instant) -> HedgeReport<T, E> {
         let reason = match self.state.as_ref().and_then(HedgeState::deadline) {
             Some(d) if d.is_expired(now) => StopReason::Deadline,
             _ => StopReason::Cancelled,
@@ -262,7 +271,7 @@ where
     /// Ends the call: counts and drops every copy still in flight, reports,
     /// and turns the last outcome into the result. `reason` is used only
     /// when the call did not succeed.
-    fn finish(&mut self, reason: StopReason, now: Instant) -> Result<T, HedgeError<E>> {
+    fn finish(&mut self, reason: StopReason, now: Instant) -> HedgeReport<T, E> {
         let stats = self
             .state
             .as_ref()
@@ -274,7 +283,7 @@ where
         self.on_finish.on_finish(&stats);
         let name = self.name.unwrap_or("operation");
         let last = self.last.take();
-        match (stats.winner, last) {
+        let (result, stop) = match (stats.winner, last) {
             (Some(winner), Some(Ok(value))) => {
                 tracing::debug!(
                     name,
@@ -283,10 +292,10 @@ where
                     cancelled = stats.cancelled,
                     "steadfast: hedged call succeeded"
                 );
-                Ok(value)
+                (Ok(value), None)
             }
             // A retried `Ok` (say an HTTP 503) is still the caller's answer.
-            (None, Some(Ok(value))) => Ok(value),
+            (None, Some(Ok(value))) => (Ok(value), Some(reason)),
             (winner, last) => {
                 // The classifier called an error a success: it is final.
                 let reason = if winner.is_some() {
@@ -304,11 +313,17 @@ where
                 );
                 let error = last.and_then(Result::err);
                 let err = HedgeError::new(reason, error, stats);
-                Err(match self.name {
+                let err = match self.name {
                     Some(name) => err.with_name(name),
                     None => err,
-                })
+                };
+                (Err(err), Some(reason))
             }
+        };
+        HedgeReport {
+            result,
+            stats,
+            stop,
         }
     }
 }

@@ -155,6 +155,7 @@ mod delay;
 mod error;
 mod future;
 mod policy;
+mod report;
 
 pub use attempt_set::{AttemptSet, AttemptSetIter, MAX_HEDGE_ATTEMPTS};
 pub use builder::{FinishFn, Hedge, Hedgeable, OnFinish};
@@ -164,6 +165,7 @@ pub use future::HedgeFuture;
 pub use policy::{
     HedgeAction, HedgeDecision, HedgePolicy, HedgePolicyBuilder, HedgeState, HedgeStats,
 };
+pub use report::{HedgeFinish, HedgeReport};
 
 #[cfg(doc)]
 use crate::Attempt;

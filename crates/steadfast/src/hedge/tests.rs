@@ -972,3 +972,54 @@ async fn stop_sending_ends_the_call_when_the_copies_in_flight_fail() {
     assert_eq!(s.elapsed(), ms(700), "copy 1 ran to its end");
     assert_eq!((err.stats().sent, err.stats().failed), (2, 2));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_report_gives_the_copies_of_a_success_and_tells_an_ok_that_ran_out() {
+    let s = Script::new();
+    let report = s
+        .op(vec![(700, Ok(1)), (100, Ok(2)), (1, Ok(3))])
+        .hedge(policy(3, 500))
+        .classify(classify)
+        .report()
+        .await;
+    assert_eq!(report.result.as_ref().ok(), Some(&2));
+    assert!(report.succeeded());
+    assert_eq!(
+        (
+            report.stats.sent,
+            report.stats.winner,
+            report.stats.cancelled
+        ),
+        (2, Some(2), 1)
+    );
+
+    // Every copy answers an `Ok` the classifier retries: the last one
+    // comes back, and the report says the copies ran out.
+    let s = Script::new();
+    let report = s
+        .op(vec![(100, Ok(503)), (100, Ok(503))])
+        .hedge(policy(2, 500))
+        .classify(|r: &Result<u32, Fail>| match r {
+            Ok(503) | Err(_) => Verdict::Retry,
+            Ok(_) => Verdict::Success,
+        })
+        .report()
+        .await;
+    assert_eq!(report.result.as_ref().ok(), Some(&503));
+    assert_eq!(report.stop, Some(StopReason::Exhausted));
+    assert_eq!((report.stats.sent, report.stats.failed), (2, 2));
+
+    // A failure: the report's stop is the error's reason.
+    let s = Script::new();
+    let report = s
+        .op(vec![(100, Err(Fail::Fatal(1)))])
+        .hedge(policy(2, 500))
+        .classify(classify)
+        .report()
+        .await;
+    assert_eq!(report.stop, Some(StopReason::Permanent));
+    assert_eq!(
+        report.into_result().unwrap_err().reason(),
+        StopReason::Permanent
+    );
+}

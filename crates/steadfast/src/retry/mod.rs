@@ -47,7 +47,7 @@ mod builder;
 mod future;
 mod notify;
 mod operation;
-mod report;
+pub(crate) mod report;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

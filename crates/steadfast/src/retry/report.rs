@@ -102,7 +102,7 @@ impl Ending {
     }
 }
 
-mod sealed {
+pub(crate) mod sealed {
     pub trait Sealed {}
     impl Sealed for super::Plain {}
     impl Sealed for super::Reported {}
@@ -120,6 +120,18 @@ pub trait Finish<T, E>: sealed::Sealed {
     #[doc(hidden)]
     #[allow(private_bounds)]
     fn finish(result: Result<T, RetryError<E>>, ending: impl FnOnce() -> Ending) -> Self::Output;
+
+    /// This output from a full report: its result for [`Plain`], itself
+    /// for [`Reported`]. For an executor built on the core's that runs
+    /// reported and hands its caller the form the caller chose.
+    ///
+    /// ```
+    /// use steadfast::retry::{Finish, Plain, Report};
+    /// fn plain<T, E>(report: Report<T, E>) -> Result<T, steadfast::RetryError<E>> {
+    ///     <Plain as Finish<T, E>>::from_report(report)
+    /// }
+    /// ```
+    fn from_report(report: Report<T, E>) -> Self::Output;
 }
 
 /// The default output: the call's `Result` alone.
@@ -136,6 +148,11 @@ impl<T, E> Finish<T, E> for Plain {
     #[allow(private_bounds)]
     fn finish(result: Result<T, RetryError<E>>, _: impl FnOnce() -> Ending) -> Self::Output {
         result
+    }
+
+    #[inline]
+    fn from_report(report: Report<T, E>) -> Self::Output {
+        report.result
     }
 }
 
@@ -155,5 +172,10 @@ impl<T, E> Finish<T, E> for Reported {
             stop,
             waited,
         }
+    }
+
+    #[inline]
+    fn from_report(report: Report<T, E>) -> Report<T, E> {
+        report
     }
 }
