@@ -7,7 +7,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use pin_project_lite::pin_project;
-use steadfast::{HedgeError, RetryError, StopReason};
+use steadfast::hedge::HedgeReport;
+use steadfast::{HedgeError, Report, RetryError, StopReason};
 
 use crate::replay::{NotReplayable, Prepared, Preparing};
 
@@ -45,6 +46,26 @@ impl<T, E> SentOnce for Result<T, HedgeError<E>> {
             StopReason::Exhausted => e.with_reason(StopReason::NotReplayable),
             _ => e,
         })
+    }
+}
+
+impl<T, E> SentOnce for Report<T, E> {
+    fn sent_once(mut self) -> Self {
+        if self.stop == Some(StopReason::Exhausted) {
+            self.stop = Some(StopReason::NotReplayable);
+        }
+        self.result = self.result.sent_once();
+        self
+    }
+}
+
+impl<T, E> SentOnce for HedgeReport<T, E> {
+    fn sent_once(mut self) -> Self {
+        if self.stop == Some(StopReason::Exhausted) {
+            self.stop = Some(StopReason::NotReplayable);
+        }
+        self.result = self.result.sent_once();
+        self
     }
 }
 

@@ -305,6 +305,75 @@ async fn a_retryable_response_of_a_request_sent_once_is_returned() {
     assert_eq!(call.await.expect("no panic").expect("a response"), 503);
 }
 
+/// `run_reported` tells a retried response that ran out of attempts from a
+/// success, and says when a request was sent once because it could not be
+/// replayed.
+#[tokio::test(start_paused = true)]
+async fn a_reported_run_says_how_the_call_ended() {
+    let (mock, mut handle) = mock::pair::<Buffered, u16>();
+    handle.allow(10);
+    let classify = |r: &Result<u16, BoxError>| match r {
+        Ok(503) | Err(_) => Verdict::Retry,
+        Ok(_) => Verdict::Success,
+    };
+    let layer = RetryLayer::new(retry_policy(2))
+        .replay(HttpReplay::new(4))
+        .classify(classify);
+    let mut service = mock.clone();
+    std::future::poll_fn(|cx| service.poll_ready(cx))
+        .await
+        .expect("ready");
+    let call = tokio::spawn(layer.run_reported(service, request("ok")));
+    for _ in 0..2 {
+        let (_, reply) = handle.next_request().await.expect("an attempt");
+        reply.send_response(503);
+    }
+    let report = call.await.expect("no panic");
+    assert_eq!(report.result.as_ref().ok(), Some(&503));
+    assert_eq!(
+        (report.attempts, report.stop, report.waited),
+        (2, Some(StopReason::Exhausted), ms(100))
+    );
+
+    // Too big to replay: sent once, and the report says why.
+    let mut service = mock.clone();
+    std::future::poll_fn(|cx| service.poll_ready(cx))
+        .await
+        .expect("ready");
+    let call = tokio::spawn(layer.run_reported(service, request("more than four bytes")));
+    let (_, reply) = handle.next_request().await.expect("the one attempt");
+    reply.send_response(503);
+    let report = call.await.expect("no panic");
+    assert_eq!(report.result.as_ref().ok(), Some(&503));
+    assert_eq!(
+        (report.attempts, report.stop),
+        (1, Some(StopReason::NotReplayable))
+    );
+
+    // A hedged call's report counts its copies on success too.
+    let hedge = HedgeLayer::new(hedge_policy(3))
+        .replay(HttpReplay::new(64))
+        .classify(classify);
+    let mut service = mock.clone();
+    std::future::poll_fn(|cx| service.poll_ready(cx))
+        .await
+        .expect("ready");
+    let call = tokio::spawn(hedge.run_reported(service, request("ok")));
+    let (_, _slow) = handle.next_request().await.expect("copy 1");
+    let (_, reply) = handle.next_request().await.expect("copy 2, after 10 ms");
+    reply.send_response(200);
+    let report = call.await.expect("no panic");
+    assert!(report.succeeded());
+    assert_eq!(
+        (
+            report.stats.sent,
+            report.stats.winner,
+            report.stats.cancelled
+        ),
+        (2, Some(2), 1)
+    );
+}
+
 /// Hedge copies each wait for readiness: copy 2 is not sent while the
 /// service is not ready, even once its delay has passed.
 #[tokio::test(start_paused = true)]

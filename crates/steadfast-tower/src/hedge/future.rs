@@ -6,8 +6,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use pin_project_lite::pin_project;
-use steadfast::hedge::{HedgeFuture, Hedgeable};
-use steadfast::{AsyncClock, Classify, HedgeError, HedgePolicy};
+use steadfast::hedge::{HedgeFinish, HedgeFuture, HedgeReport, Hedgeable};
+use steadfast::retry::{Plain, Reported};
+use steadfast::{AsyncClock, Classify, HedgePolicy};
 use tower_service::Service;
 
 use super::HedgeLayer;
@@ -26,6 +27,7 @@ type Run<S, Req, P, K, R, C> = HedgeFuture<
     (),
     <S as Service<<R as Replay<Req>>::Request>>::Response,
     <S as Service<<R as Replay<Req>>::Request>>::Error,
+    Reported,
 >;
 
 /// What a call needs once its request is prepared.
@@ -56,7 +58,8 @@ where
         let hedge = Attempts::new(self.service, self.replay, payload)
             .hedge(policy)
             .with_classifier(self.classify)
-            .clock(self.clock);
+            .clock(self.clock)
+            .report();
         match self.name {
             Some(name) => hedge.name(name).into_future(),
             None => hedge.into_future(),
@@ -67,8 +70,11 @@ where
 pin_project! {
     /// The future of a [`HedgeService`](super::HedgeService) call: prepares
     /// the request for replay, then runs the core's hedger.
+    ///
+    /// It resolves to the call's `Result` (`O` = [`Plain`], the default) or,
+    /// from [`HedgeLayer::run_reported`], to the core's [`HedgeReport`].
     #[must_use = "futures do nothing unless polled"]
-    pub struct ResponseFuture<S, Req, P, K, R, C>
+    pub struct ResponseFuture<S, Req, P, K, R, C, O = Plain>
     where
         R: Replay<Req>,
         S: Service<R::Request>,
@@ -76,10 +82,11 @@ pin_project! {
     {
         #[pin]
         stages: Stages<R::Prepare, Setup<S, Req, P, K, R, C>, Run<S, Req, P, K, R, C>>,
+        output: PhantomData<fn() -> O>,
     }
 }
 
-impl<S, Req, P, K, R, C> ResponseFuture<S, Req, P, K, R, C>
+impl<S, Req, P, K, R, C, O> ResponseFuture<S, Req, P, K, R, C, O>
 where
     R: Replay<Req> + Clone,
     S: Service<R::Request> + Clone,
@@ -100,11 +107,12 @@ where
         };
         Self {
             stages: Stages::new(layer.replay.prepare(request), setup),
+            output: PhantomData,
         }
     }
 }
 
-impl<S, Req, P, K, R, C> fmt::Debug for ResponseFuture<S, Req, P, K, R, C>
+impl<S, Req, P, K, R, C, O> fmt::Debug for ResponseFuture<S, Req, P, K, R, C, O>
 where
     R: Replay<Req>,
     S: Service<R::Request>,
@@ -117,18 +125,22 @@ where
     }
 }
 
-impl<S, Req, P, K, R, C> Future for ResponseFuture<S, Req, P, K, R, C>
+impl<S, Req, P, K, R, C, O> Future for ResponseFuture<S, Req, P, K, R, C, O>
 where
     R: Replay<Req>,
     S: Service<R::Request> + Clone,
     P: Borrow<HedgePolicy>,
     K: Classify<S::Response, S::Error>,
     C: AsyncClock,
+    O: HedgeFinish<S::Response, S::Error>,
 {
-    type Output = Result<S::Response, HedgeError<S::Error>>;
+    type Output = O::Output;
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.project().stages.poll(cx)
+        self.project()
+            .stages
+            .poll(cx)
+            .map(|report: HedgeReport<S::Response, S::Error>| O::from_report(report))
     }
 }

@@ -146,6 +146,24 @@ impl<P: Borrow<HedgePolicy>, K: Clone, R: Clone, C: AsyncClock> HedgeLayer<P, K,
     {
         ResponseFuture::new(service, self, request)
     }
+
+    /// [`run`](Self::run), resolving to the core's
+    /// [`HedgeReport`](steadfast::hedge::HedgeReport) (the result, the
+    /// copies' stats, why the call stopped) instead of the result alone:
+    /// for a dispatcher that reports per-call telemetry (the gRPC layer's
+    /// A96 metrics).
+    pub fn run_reported<S, Req>(
+        &self,
+        service: S,
+        request: Req,
+    ) -> ResponseFuture<S, Req, P, K, R, C, steadfast::retry::Reported>
+    where
+        R: Replay<Req>,
+        S: Service<R::Request> + Clone,
+        K: Classify<S::Response, S::Error>,
+    {
+        ResponseFuture::new(service, self, request)
+    }
 }
 
 impl<S, P, K: Clone, R: Clone, C: Clone> Layer<S> for HedgeLayer<P, K, R, C> {

@@ -5,8 +5,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use pin_project_lite::pin_project;
-use steadfast::retry::{AsPolicy, RetryFuture, Retryable};
-use steadfast::{AsyncClock, Classify, RetryError};
+use steadfast::retry::{AsPolicy, Finish, Plain, Report, Reported, RetryFuture, Retryable};
+use steadfast::{AsyncClock, Classify};
 use tower_service::Service;
 
 use super::RetryLayer;
@@ -15,7 +15,9 @@ use crate::policy::{CallPolicy, PolicyFor};
 use crate::prepare::{Stages, Start};
 use crate::replay::{Prepared, Replay};
 
-/// The core's retry future, run over the layer's attempts.
+/// The core's retry future, run over the layer's attempts. It always
+/// reports (free on the success path), so that a request sent once can say
+/// so in the report too; the caller gets the form it chose.
 type Run<S, Req, P, K, R, C> = RetryFuture<
     Attempts<S, R, Req>,
     AttemptFuture<S, <R as Replay<Req>>::Request>,
@@ -25,6 +27,7 @@ type Run<S, Req, P, K, R, C> = RetryFuture<
     C,
     <S as Service<<R as Replay<Req>>::Request>>::Response,
     <S as Service<<R as Replay<Req>>::Request>>::Error,
+    Reported,
 >;
 
 /// What a call needs once its request is prepared.
@@ -57,7 +60,8 @@ where
         let retry = Attempts::new(setup.service, setup.replay, payload)
             .retry(policy)
             .with_classifier(setup.classify)
-            .clock(setup.clock);
+            .clock(setup.clock)
+            .report();
         match setup.name {
             Some(name) => retry.name(name).into_future(),
             None => retry.into_future(),
@@ -68,8 +72,11 @@ where
 pin_project! {
     /// The future of a [`RetryService`](super::RetryService) call: prepares
     /// the request for replay, then runs the core's retry future.
+    ///
+    /// It resolves to the call's `Result` (`O` = [`Plain`], the default) or,
+    /// from [`RetryLayer::run_reported`], to the core's [`Report`].
     #[must_use = "futures do nothing unless polled"]
-    pub struct ResponseFuture<S, Req, P, K, R, C>
+    pub struct ResponseFuture<S, Req, P, K, R, C, O = Plain>
     where
         R: Replay<Req>,
         S: Service<R::Request>,
@@ -78,10 +85,11 @@ pin_project! {
     {
         #[pin]
         stages: Stages<R::Prepare, Setup<S, Req, P, K, R, C>, Run<S, Req, P, K, R, C>>,
+        output: PhantomData<fn() -> O>,
     }
 }
 
-impl<S, Req, P, K, R, C> ResponseFuture<S, Req, P, K, R, C>
+impl<S, Req, P, K, R, C, O> ResponseFuture<S, Req, P, K, R, C, O>
 where
     R: Replay<Req> + Clone,
     S: Service<R::Request> + Clone,
@@ -104,11 +112,12 @@ where
         };
         Self {
             stages: Stages::new(preparing, setup),
+            output: PhantomData,
         }
     }
 }
 
-impl<S, Req, P, K, R, C> fmt::Debug for ResponseFuture<S, Req, P, K, R, C>
+impl<S, Req, P, K, R, C, O> fmt::Debug for ResponseFuture<S, Req, P, K, R, C, O>
 where
     R: Replay<Req>,
     S: Service<R::Request>,
@@ -122,7 +131,7 @@ where
     }
 }
 
-impl<S, Req, P, K, R, C> Future for ResponseFuture<S, Req, P, K, R, C>
+impl<S, Req, P, K, R, C, O> Future for ResponseFuture<S, Req, P, K, R, C, O>
 where
     R: Replay<Req>,
     S: Service<R::Request> + Clone,
@@ -130,11 +139,15 @@ where
     P::Schedule: Clone,
     K: Classify<S::Response, S::Error>,
     C: AsyncClock,
+    O: Finish<S::Response, S::Error>,
 {
-    type Output = Result<S::Response, RetryError<S::Error>>;
+    type Output = O::Output;
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.project().stages.poll(cx)
+        self.project()
+            .stages
+            .poll(cx)
+            .map(|report: Report<S::Response, S::Error>| O::from_report(report))
     }
 }

@@ -171,6 +171,25 @@ where
     {
         ResponseFuture::new(service, self, request)
     }
+
+    /// [`run`](Self::run), resolving to the core's
+    /// [`Report`](steadfast::Report) (the result, the attempts, why retrying
+    /// stopped, the time waited) instead of the result alone: for a
+    /// dispatcher that reports per-call telemetry (the gRPC layer's A96
+    /// metrics), or must tell a retried response that ran out of attempts
+    /// from a success.
+    pub fn run_reported<S, Req>(
+        &self,
+        service: S,
+        request: Req,
+    ) -> ResponseFuture<S, Req, P, K, R, C, steadfast::retry::Reported>
+    where
+        R: Replay<Req>,
+        S: Service<R::Request> + Clone,
+        K: Classify<S::Response, S::Error>,
+    {
+        ResponseFuture::new(service, self, request)
+    }
 }
 
 impl<S, P: AsPolicy + Clone, K: Clone, R: Clone, C: Clone> Layer<S> for RetryLayer<P, K, R, C> {
