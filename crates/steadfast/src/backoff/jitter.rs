@@ -31,11 +31,13 @@ use crate::{ConfigError, Rng};
 /// `Proportional(f)` give `floor(v * F / 2^62)` with the factor
 /// `F = A + floor(r * B / 2^64)` in 2.62 fixed point, `A = floor((1 - f) * 2^62)`
 /// and `B = floor(2f * 2^62)` (`Equal`: `A = B = 2^61`), saturating at
-/// `u64::MAX`.
-/// `None` draws nothing. So a seeded schedule gives the same delays on every
-/// platform, and no float is involved after the envelope. [`Jitter::apply`]
-/// draws from the same distribution for a float envelope (from a float draw,
-/// [`Rng::unit_f64`]), as the gRPC connection backoff does.
+/// `u64::MAX`; `Additive(m)` gives `v + floor(m * r / 2^64)` (`m` in whole
+/// nanoseconds), saturating at `u64::MAX`. `None` and
+/// `Additive(Duration::ZERO)` draw nothing. So a seeded schedule gives the
+/// same delays on every platform, and no float is involved after the
+/// envelope. [`Jitter::apply`] draws from the same distribution for a float
+/// envelope (from a float draw, [`Rng::unit_f64`]), as the gRPC connection
+/// backoff does.
 ///
 /// Whether the cap (`max_delay`) holds after jitter depends on the schedule:
 /// it does for every schedule except those whose specification says the
@@ -74,8 +76,9 @@ pub enum Jitter {
     /// it wins over the jitter; the price is that once the curve has reached
     /// `max_delay` every delay *is* `max_delay`, with no spread left. Where
     /// clients sit on that plateau together, prefer a jitter that spreads
-    /// below the cap (`Full`, `Equal`, `Proportional`), or leave room above
-    /// the curve. The schedules that let jitter exceed the cap (grpc-go,
+    /// below the cap (`Full`, `Equal`, `Proportional`), or set `max_delay`
+    /// at least `m` above the largest value the curve reaches within the
+    /// attempt limit. The schedules that let jitter exceed the cap (grpc-go,
     /// gRFC A6) refuse an additive jitter: theirs is fixed by their
     /// specifications.
     ///
