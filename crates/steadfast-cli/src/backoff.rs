@@ -1,7 +1,9 @@
 //! From a parsed [`BackoffSpec`] to the core's [`Backoff`], through the
 //! core's builders: their validation (a multiplier below 1, a jitter factor
 //! outside `[0, 1]`, a key that does not apply) is the validation of the
-//! command line.
+//! command line. `jitter=additive:50ms` is the core's `Jitter::Additive`
+//! (the curve plus up to 50 ms, capped at `max`); `a6` and `grpc` refuse it,
+//! their jitter being fixed by their specifications.
 //!
 //! | preset         | core builder                                   |
 //! |----------------|------------------------------------------------|
@@ -36,6 +38,7 @@ fn jitter(j: JitterSpec) -> Jitter {
         JitterSpec::Full => Jitter::Full,
         JitterSpec::Equal => Jitter::Equal,
         JitterSpec::Proportional(f) => Jitter::Proportional(f),
+        JitterSpec::Additive(m) => Jitter::Additive(m),
     }
 }
 
@@ -152,6 +155,8 @@ mod tests {
                 Just(JitterSpec::Full),
                 Just(JitterSpec::Equal),
                 (0.0f64..2.0).prop_map(JitterSpec::Proportional),
+                (0u64..u64::MAX).prop_map(|n| JitterSpec::Additive(Duration::from_nanos(n))),
+                Just(JitterSpec::Additive(Duration::MAX)),
             ]),
             seed in any::<u64>(),
         ) {
@@ -215,6 +220,13 @@ mod tests {
         assert_eq!(built("a6").unwrap().name(), "grpc-a6");
         assert_eq!(built("a6:jitter=20%").unwrap().name(), "grpc-a6");
         assert_eq!(built("a6:jitter=full").unwrap().name(), "grpc-a6-legacy");
+        // Additive jitter: the curve plus [0, 5 ms), capped at `max`.
+        let b = built("linear:initial=10ms,step=10ms,max=35ms,jitter=additive:5ms").unwrap();
+        assert_eq!(b.jitter(), Jitter::Additive(ms(5)));
+        for (n, d) in first(&b, 6).into_iter().enumerate() {
+            let curve = ms(10 * (n as u64 + 1)).min(ms(35));
+            assert!(curve <= d && d < curve + ms(5) && d <= ms(35), "{n}: {d:?}");
+        }
         let g = built("grpc:jitter=none").unwrap();
         assert_eq!(first(&g, 2), [ms(1000), ms(1600)]);
         assert_eq!(g.seed(), Some(1));
@@ -229,6 +241,8 @@ mod tests {
             ("grpc:jitter=full", "jitter"),
             ("a6:jitter=equal", "jitter"),
             ("grpc:multiplier=0.9", "multiplier"),
+            ("grpc:jitter=additive:1s", "jitter"),
+            ("a6:jitter=additive:1s", "jitter"),
         ] {
             let err = built(text).unwrap_err();
             assert_eq!(err.field(), field, "{text}: {err}");

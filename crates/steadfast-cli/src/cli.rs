@@ -134,13 +134,14 @@ Presets, their keys and defaults (keys left out keep the default):
   grpc          initial, max, multiplier, jitter   gRPC connection backoff: 1s x1.6, max 120s, jitter 0.2
 
 Values: durations like 250ms, 1.5s, 2m, 1h30m, 10us; multiplier a number;
-jitter one of none, full (U(0, d)), equal (d/2 + U(0, d/2)), or a
+jitter one of none, full (U(0, d)), equal (d/2 + U(0, d/2)), additive:DURATION
+(d + U(0, DURATION), still capped at max: lancet's and backon's jitter), or a
 proportional factor such as 0.2 or 20% (d x U(0.8, 1.2)). The jitter of a6 is
 0.2, or full for the pre-2024 text of the spec; grpc takes a factor only.
 Aliases: base = initial, cap = max, factor = multiplier.
 
 Examples: grpc, constant:delay=500ms, exponential:initial=100ms,max=5s,multiplier=2,jitter=full,
-a6:initial=1s,max=30s,jitter=full";
+a6:initial=1s,max=30s,jitter=full, exponential:initial=1s,max=60s,jitter=additive:1s";
 
 /// Parses `--backoff` into a spec the core accepts (usage error otherwise).
 fn backoff_value(text: &str) -> Result<BackoffSpec, String> {

@@ -48,15 +48,19 @@ pub fn exit_codes(data: &[u8]) {
     }
 }
 
-/// The backoff spec parser (`--backoff`): what parses round-trips, and the
-/// core's builders refuse a bad value with an error, never a panic.
+/// The backoff spec parser (`--backoff`): what parses round-trips, the
+/// core's builders refuse a bad value with an error, never a panic, and
+/// what they build gives its first delays (the ones `steadfast schedule`
+/// prints) without a panic or an overflow.
 pub fn backoff_specs(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
     if let Ok(spec) = text.parse::<BackoffSpec>() {
         assert_eq!(spec.to_string().parse::<BackoffSpec>(), Ok(spec));
-        let _ = crate::backoff::build(&spec, Some(0));
+        if let Ok(backoff) = crate::backoff::build(&spec, Some(0)) {
+            let _ = crate::schedule::delays(&backoff, 0, 16);
+        }
     }
 }
 

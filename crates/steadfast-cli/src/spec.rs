@@ -17,8 +17,10 @@
 //! `initial` may also be written `base`, `max` as `cap`, `multiplier` as
 //! `factor`, and `constant` takes `initial` as another name for `delay`.
 //! Values: durations as in [`crate::duration`]; `multiplier` a number;
-//! `jitter` one of `none`, `full`, `equal`, or a proportional factor `0.2`
-//! (also written `20%`), meaning a uniform factor in `[1 - f, 1 + f]`.
+//! `jitter` one of `none`, `full`, `equal`, `additive:DURATION` (a uniform
+//! amount in `[0, DURATION)` added to the curve, then capped at `max`: the
+//! jitter of lancet and backon), or a proportional factor `0.2` (also
+//! written `20%`), meaning a uniform factor in `[1 - f, 1 + f]`.
 //!
 //! `a6` is the gRFC A6 retry backoff and `grpc` the gRPC connection backoff.
 //! Ranges (a multiplier below 1, a max below the initial delay...) are
@@ -164,6 +166,8 @@ pub enum JitterSpec {
     Equal,
     /// `v * U(1 - f, 1 + f)`.
     Proportional(f64),
+    /// `v + U(0, m)`, capped at `max` (written `additive:50ms`).
+    Additive(Duration),
 }
 
 impl fmt::Display for JitterSpec {
@@ -173,6 +177,7 @@ impl fmt::Display for JitterSpec {
             Self::Full => f.write_str("full"),
             Self::Equal => f.write_str("equal"),
             Self::Proportional(x) => write!(f, "{x}"),
+            Self::Additive(m) => write!(f, "{ADDITIVE}{}", format_duration_exact(*m)),
         }
     }
 }
@@ -263,12 +268,27 @@ fn parse_number(input: &str, key: &str, text: &str) -> Result<f64, SpecError> {
     }
 }
 
+/// The prefix of an additive jitter's value: `jitter=additive:50ms`.
+const ADDITIVE: &str = "additive:";
+
 fn parse_jitter(input: &str, text: &str) -> Result<JitterSpec, SpecError> {
     let t = text.trim().to_ascii_lowercase();
     Ok(match t.as_str() {
         "none" | "off" => JitterSpec::None,
         "full" => JitterSpec::Full,
         "equal" => JitterSpec::Equal,
+        _ if t.starts_with(ADDITIVE) => {
+            // The original text (a unit such as `µs` is not ASCII): the
+            // prefix is ASCII, so its length is the same in both.
+            let amount = &text.trim()[ADDITIVE.len()..];
+            let m = parse_duration(amount).map_err(|e| {
+                SpecError::new(
+                    input,
+                    format!("`jitter=additive:` takes the largest amount to add, such as additive:50ms: {e}"),
+                )
+            })?;
+            JitterSpec::Additive(m)
+        }
         _ => {
             let (number, percent) = match t.strip_suffix('%') {
                 Some(n) => (n, true),
@@ -278,7 +298,7 @@ fn parse_jitter(input: &str, text: &str) -> Result<JitterSpec, SpecError> {
                 SpecError::new(
                     input,
                     format!(
-                        "`jitter` must be none, full, equal, or a factor such as 0.2 or 20% (got {:?})",
+                        "`jitter` must be none, full, equal, additive:DURATION, or a factor such as 0.2 or 20% (got {:?})",
                         text.trim()
                     ),
                 )
@@ -457,6 +477,26 @@ mod tests {
     }
 
     #[test]
+    fn parses_additive_jitter() {
+        let spec: BackoffSpec = "exponential:max=5s, jitter = Additive:250µs "
+            .parse()
+            .unwrap();
+        assert_eq!(
+            spec.jitter,
+            Some(JitterSpec::Additive(Duration::from_micros(250)))
+        );
+        assert_eq!(spec.to_string(), "exponential:max=5s,jitter=additive:250us");
+        let c: BackoffSpec = "constant:delay=1s,jitter=additive:1.5s".parse().unwrap();
+        assert_eq!(
+            c.jitter,
+            Some(JitterSpec::Additive(Duration::from_millis(1500)))
+        );
+        assert_eq!(c.to_string(), "constant:delay=1s,jitter=additive:1s500ms");
+        let zero: BackoffSpec = "linear:jitter=additive:0s".parse().unwrap();
+        assert_eq!(zero.jitter, Some(JitterSpec::Additive(Duration::ZERO)));
+    }
+
+    #[test]
     fn errors_are_specific() {
         for (input, needle) in [
             ("", "unknown preset"),
@@ -481,8 +521,17 @@ mod tests {
             ("exponential:multiplier=-2", "must be a non-negative number"),
             (
                 "exponential:jitter=lots",
-                "`jitter` must be none, full, equal",
+                "`jitter` must be none, full, equal, additive:DURATION",
             ),
+            (
+                "exponential:jitter=additive:",
+                "`jitter=additive:` takes the largest amount to add",
+            ),
+            ("exponential:jitter=additive:50", "missing unit"),
+            ("exponential:jitter=additive:-1s", "`jitter=additive:`"),
+            ("exponential:jitter=additive:lots", "`jitter=additive:`"),
+            ("exponential:jitter=additive", "`jitter` must be none"),
+            ("exponential:jitter=additive=5ms", "`jitter` must be none"),
             ("exponential:initial=1s,,max=2s", "is not KEY=VALUE"),
         ] {
             let err = input.parse::<BackoffSpec>().unwrap_err().to_string();
@@ -501,6 +550,7 @@ mod tests {
             Just(JitterSpec::Full),
             Just(JitterSpec::Equal),
             (0.0f64..10.0).prop_map(JitterSpec::Proportional),
+            d().prop_filter_map("some", |m| m.map(JitterSpec::Additive)),
         ]);
         (
             proptest::sample::select(Preset::ALL.to_vec()),

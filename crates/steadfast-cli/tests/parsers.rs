@@ -29,7 +29,7 @@ proptest! {
 
     #[test]
     fn near_specs(
-        text in "(grpc|exponential|constant|linear|fibonacci|decorrelated|a6)(:((initial|delay|step|max|multiplier|jitter|base|cap|factor)=([0-9]{1,6}(\\.[0-9]{1,3})?(ms|s|us|h|%)?|full|equal|none)),{0,4}((initial|max|multiplier|jitter)=[0-9]{1,4}(ms|s)?))?"
+        text in "(grpc|exponential|constant|linear|fibonacci|decorrelated|a6)(:((initial|delay|step|max|multiplier|jitter|base|cap|factor)=([0-9]{1,6}(\\.[0-9]{1,3})?(ms|s|us|h|%)?|full|equal|none|additive:([0-9]{1,6}(\\.[0-9]{1,3})?(ns|us|ms|s|h|d)?)?)),{0,4}((initial|max|multiplier|jitter)=[0-9]{1,4}(ms|s)?))?"
     ) {
         cli_parsers(text.as_bytes());
     }

@@ -67,6 +67,43 @@ fn json_parses_and_sums_up() {
 }
 
 #[test]
+fn additive_jitter_adds_to_the_curve_and_keeps_the_cap() {
+    // backon's `ExponentialBuilder::default().with_jitter()`: 1s x2, max
+    // 60s, plus up to 1s; 8 attempts, so the curve reaches the cap.
+    let args = [
+        "schedule",
+        "--backoff",
+        "exponential:initial=1s,max=60s,jitter=additive:1s",
+        "--attempts",
+        "9",
+        "--seed",
+        "11",
+        "--format",
+        "json",
+    ];
+    let text = stdout(&steadfast(&args));
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    // The canonical form of the spec.
+    assert_eq!(
+        v["backoff"],
+        "exponential:initial=1s,max=1m,jitter=additive:1s"
+    );
+    let delays = v["delays"].as_array().unwrap();
+    assert_eq!(delays.len(), 8);
+    for (n, d) in delays.iter().enumerate() {
+        let delay = d["delay_s"].as_f64().unwrap();
+        let curve = f64::from(1u32 << n).min(60.0);
+        assert!(
+            delay >= curve && delay < curve + 1.0 && delay <= 60.0,
+            "retry {n}: {delay} for curve {curve}"
+        );
+    }
+    // 1s x 2^6 = 64s: on the plateau the cap wins over the jitter.
+    assert_eq!(delays[6]["delay_s"].as_f64(), Some(60.0));
+    assert_eq!(text, stdout(&steadfast(&args)), "seeded: the same delays");
+}
+
+#[test]
 fn csv_parses() {
     let text = stdout(&steadfast(&[
         "schedule",
@@ -189,6 +226,21 @@ fn bad_input_exits_2() {
     ] {
         let out = steadfast(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+    for (spec, needle) in [
+        (
+            "exponential:jitter=additive:lots",
+            "`jitter=additive:` takes the largest amount to add",
+        ),
+        (
+            "grpc:jitter=additive:1s",
+            "`jitter` must be a proportional factor",
+        ),
+    ] {
+        let out = steadfast(&["schedule", "--backoff", spec]);
+        assert_eq!(out.status.code(), Some(2), "{spec}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{spec}: {err}");
     }
     let out = steadfast(&["schedule", "--backoff", "exponential:multiplier=0.5"]);
     let err = String::from_utf8_lossy(&out.stderr);

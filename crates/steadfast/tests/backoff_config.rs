@@ -29,6 +29,37 @@ fn multiplier_must_be_finite_and_at_least_one() {
 }
 
 #[test]
+fn additive_jitter_takes_any_maximum_and_saturates() {
+    // Every curve that takes a jitter takes an additive one, of any size:
+    // a maximum past u64::MAX ns acts as that one, and delays saturate
+    // there instead of overflowing.
+    for builder in [
+        Backoff::constant(Duration::from_secs(1)),
+        Backoff::linear(),
+        Backoff::exponential(),
+        Backoff::shift_exponential(),
+        Backoff::fibonacci(),
+    ] {
+        for m in [Duration::ZERO, Duration::from_nanos(1), Duration::MAX] {
+            let b = builder
+                .jitter(Jitter::Additive(m))
+                .max_delay(Duration::MAX)
+                .seed(3)
+                .build()
+                .unwrap();
+            assert_eq!(b.jitter(), Jitter::Additive(m));
+            let ceiling = Duration::from_nanos(u64::MAX);
+            assert!(b.delays().take(100).all(|d| d <= ceiling), "{b:?}");
+        }
+    }
+    let e = err(Backoff::grpc_go().jitter(Jitter::Additive(Duration::from_secs(1))));
+    assert_eq!(
+        e.rule(),
+        "must be Proportional or None (grpc-go's jitter is a factor)"
+    );
+}
+
+#[test]
 fn a6_multiplier_must_be_positive() {
     for builder in [Backoff::grpc_a6(), Backoff::grpc_a6_legacy()] {
         for m in [f64::NAN, f64::INFINITY, -1.0, 0.0] {
@@ -96,7 +127,7 @@ fn shift_must_be_at_least_one() {
 
 #[test]
 fn settings_that_do_not_apply_are_errors() {
-    let cases: [(BackoffBuilder, &str); 12] = [
+    let cases: [(BackoffBuilder, &str); 15] = [
         (
             Backoff::constant(Duration::from_secs(1)).multiplier(2.0),
             "multiplier",
@@ -115,6 +146,18 @@ fn settings_that_do_not_apply_are_errors() {
         ),
         (Backoff::grpc_a6_legacy().jitter(Jitter::Full), "jitter"),
         (Backoff::grpc_go().jitter(Jitter::Equal), "jitter"),
+        (
+            Backoff::grpc_go().jitter(Jitter::Additive(Duration::from_millis(1))),
+            "jitter",
+        ),
+        (
+            Backoff::grpc_a6().jitter(Jitter::Additive(Duration::ZERO)),
+            "jitter",
+        ),
+        (
+            Backoff::decorrelated().jitter(Jitter::Additive(Duration::from_secs(1))),
+            "jitter",
+        ),
     ];
     for (builder, field) in cases {
         assert_eq!(err(builder).field(), field, "{builder:?}");

@@ -29,7 +29,25 @@ fn jitter() -> impl Strategy<Value = Jitter> {
         Just(Jitter::Equal),
         (0.0f64..=1.0).prop_map(Jitter::Proportional),
         Just(Jitter::Proportional(1.0)),
+        additive(),
     ]
+}
+
+fn additive() -> impl Strategy<Value = Jitter> {
+    prop_oneof![
+        nanos().prop_map(|n| Jitter::Additive(Duration::from_nanos(n))),
+        Just(Jitter::Additive(Duration::ZERO)),
+        Just(Jitter::Additive(Duration::MAX)),
+    ]
+}
+
+/// The range a jitter maps the (floored, capped) envelope `env` into,
+/// before the floor and the cap, in nanoseconds.
+fn spread(j: Jitter, env: f64) -> (f64, f64) {
+    match j {
+        Jitter::Additive(m) => (env, env + m.as_nanos() as f64),
+        _ => (env * j.min_factor(), env * j.max_factor()),
+    }
 }
 
 fn multiplier() -> impl Strategy<Value = f64> {
@@ -112,12 +130,49 @@ proptest! {
         let (lo_ns, hi_ns) = (cap(min), cap(max));
         for (n, (env, d)) in plain.delays().zip(jittered.delays()).take(64).enumerate() {
             let (env, d) = (env.as_nanos() as f64, d.as_nanos() as f64);
-            let lo = (env * j.min_factor()).max(lo_ns).min(hi_ns);
-            let hi = (env * j.max_factor()).max(lo_ns).min(hi_ns);
-            let tol = 2.0 + env * 1e-12;
+            let (lo, hi) = spread(j, env);
+            let tol = 2.0 + hi * 1e-12;
+            let (lo, hi) = (lo.max(lo_ns).min(hi_ns), hi.max(lo_ns).min(hi_ns));
             prop_assert!(d >= lo - tol && d <= hi + tol, "n={} env={} d={} [{}, {}]", n, env, d, lo, hi);
             prop_assert!(d <= hi_ns + 1.0, "cap after jitter");
         }
+    }
+
+    /// Additive jitter, exactly: each delay is the curve's (capped, as an
+    /// unjittered twin without a floor gives it) plus `floor(m * r / 2^64)`
+    /// for the next raw word `r` of the seeded generator, then the floor,
+    /// then the cap again: never below the curve, below `curve + m` unless
+    /// the floor lifts it, never above the cap. A zero maximum gives the
+    /// delays of no jitter and draws nothing.
+    #[test]
+    fn additive_jitter_adds_to_the_curve_then_caps(
+        builder in jitterable(), m in nanos(), (min, max) in limits(), seed in any::<u64>()
+    ) {
+        let builder = builder.max_delay(max);
+        let curve_only = builder.jitter(Jitter::None).build().unwrap();
+        let jittered = builder
+            .min_delay(min)
+            .jitter(Jitter::Additive(Duration::from_nanos(m)))
+            .build()
+            .unwrap();
+        let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        let (floor, cap) = (ns(min), ns(max));
+        let (mut s0, mut s1) = (ScheduleState::new(), ScheduleState::new());
+        let (mut r0, mut r1) = (Rng::with_seed(seed), Rng::with_seed(seed));
+        for n in 0..64 {
+            let curve = ns(curve_only.next_delay(&mut s0, &mut r0).unwrap());
+            let word = r1.clone().next_u64();
+            let d = ns(jittered.next_delay(&mut s1, &mut r1).unwrap());
+            let added = ((u128::from(word) * u128::from(m)) >> 64) as u64;
+            let want = curve.saturating_add(added).max(floor).min(cap);
+            prop_assert_eq!(d, want, "n={} curve={}", n, curve);
+            prop_assert!(d >= curve, "below the curve");
+            prop_assert!(m == 0 || u128::from(d) < u128::from(curve) + u128::from(m) || d == floor);
+        }
+        let with_floor = builder.min_delay(min).seed(seed);
+        let zero = with_floor.jitter(Jitter::Additive(Duration::ZERO)).build().unwrap();
+        let none = with_floor.jitter(Jitter::None).build().unwrap();
+        prop_assert!(zero.delays().take(64).eq(none.delays().take(64)));
     }
 
     /// Unjittered curves (grpc-go's included) never decrease.

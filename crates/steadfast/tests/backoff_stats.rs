@@ -72,6 +72,60 @@ fn proportional_jitter_is_symmetric_around_the_envelope() {
 }
 
 #[test]
+fn additive_jitter_is_uniform_above_the_curve() {
+    // Envelope 0.4 s (delay 2 of 100 ms x 2), plus U(0, 100 ms).
+    let m = 0.1;
+    let b = Backoff::exponential()
+        .jitter(Jitter::Additive(Duration::from_millis(100)))
+        .build()
+        .unwrap();
+    let v = sample(&b, 2);
+    // Standard error of the mean: m / sqrt(12 n) ~ 0.0002 s; allow 6 of them.
+    let se = m / (12.0 * SEEDS as f64).sqrt();
+    assert!(
+        (mean(&v) - (0.4 + m / 2.0)).abs() < 6.0 * se,
+        "{}",
+        mean(&v)
+    );
+    // A quantile's standard error is below m * 0.5 / sqrt(n) ~ 0.00035 s.
+    for q in [0.1, 0.25, 0.5, 0.75, 0.9] {
+        let got = quantile(&v, q);
+        assert!((got - (0.4 + m * q)).abs() < 0.005, "q{q}: {got}");
+    }
+    // Never below the curve, always below curve + m.
+    assert!(v[0] >= 0.4 && *v.last().unwrap() < 0.4 + m);
+}
+
+#[test]
+fn additive_jitter_is_capped_after_the_addition() {
+    // Envelope 0.8 s, cap 1 s, plus U(0, 300 ms): min(0.8 + U, 1). A third
+    // of the draws (U >= 0.2) land on the cap; the mean is
+    // 0.8 + E[min(U, 0.2)] = 0.8 + (0.2^2 / 2 + 0.2 * 0.1) / 0.3 = 0.9333 s.
+    let b = Backoff::exponential()
+        .max_delay(Duration::from_secs(1))
+        .jitter(Jitter::Additive(Duration::from_millis(300)))
+        .build()
+        .unwrap();
+    let v = sample(&b, 3);
+    assert!(v[0] >= 0.8 && *v.last().unwrap() <= 1.0);
+    // Every delay is at most 1 s (above), so `>= 1.0` is "on the cap".
+    let at_cap = v.iter().filter(|d| **d >= 1.0).count() as f64 / SEEDS as f64;
+    // Binomial standard error: sqrt(p (1 - p) / n) ~ 0.0033; allow 6.
+    let se = (1.0 / 3.0 * 2.0 / 3.0 / SEEDS as f64).sqrt();
+    assert!((at_cap - 1.0 / 3.0).abs() < 6.0 * se, "{at_cap}");
+    // Mean standard error below 0.3 / sqrt(12 n) ~ 0.0006 s; allow 6.
+    let se = 0.3 / (12.0 * SEEDS as f64).sqrt();
+    assert!(
+        (mean(&v) - (0.8 + 0.04 / 0.3)).abs() < 6.0 * se,
+        "{}",
+        mean(&v)
+    );
+    // On the plateau the cap wins over the jitter.
+    let one = Duration::from_secs(1);
+    assert!((0..1000).all(|seed| b.delays_seeded(seed).nth(10) == Some(one)));
+}
+
+#[test]
 fn capped_full_jitter_stays_below_cap_and_is_uniform() {
     // Envelope far beyond the cap: U(0, cap), never above it.
     let b = Backoff::exponential()

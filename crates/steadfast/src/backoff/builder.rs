@@ -849,7 +849,8 @@ impl BackoffBuilder {
     ///
     /// A [`ConfigError`] naming the field and the rule: a multiplier that is
     /// not finite, is zero, negative or below 1 (A6: not `> 0`); a
-    /// proportional jitter outside `[0, 1]`; a shift of 0; `min_delay >
+    /// proportional jitter outside `[0, 1]`; a jitter other than
+    /// proportional or none on grpc-go; a shift of 0; `min_delay >
     /// max_delay`; `max_attempts == 0`; a setting that does not apply to the
     /// schedule.
     ///
@@ -939,7 +940,9 @@ impl BackoffBuilder {
             }
         }
         jitter.validate(c)?;
-        if kind == Kind::GrpcGo && matches!(jitter, Jitter::Full | Jitter::Equal) {
+        if kind == Kind::GrpcGo
+            && matches!(jitter, Jitter::Full | Jitter::Equal | Jitter::Additive(_))
+        {
             return Err(ConfigError::new(
                 c,
                 "jitter",
@@ -1025,7 +1028,8 @@ impl BackoffBuilder {
             max_u64,
             post_cap: if cap_after_jitter { max_u64 } else { u64::MAX },
             retry_limit: self.max_attempts.map_or(u64::MAX, |m| u64::from(m) - 1),
-            // The jittered envelope is at most `max_u64 * max_factor`.
+            // The jittered envelope is at most `max_u64 * max_factor` (for
+            // a non-zero additive jitter, `max_u64 + m`: factor unbounded).
             clamp_after_jitter,
             plain,
             max_ns,

@@ -10,7 +10,9 @@
 //!   made by a [`BackoffBuilder`] with documented defaults, plus the limits
 //!   every schedule shares (`max_attempts` counting the first attempt,
 //!   `max_delay`, `min_delay`, `max_total_delay`) and an optional seed.
-//! - [`Jitter`]: none, proportional (±f), full, or equal — a separate choice.
+//! - [`Jitter`]: none, proportional (±f), full, equal, or additive (up to a
+//!   fixed amount on top of the curve) — a separate choice, capped by
+//!   `max_delay` like the curve.
 //! - [`Delays`]: any schedule as an `Iterator<Item = Duration>`.
 //! - [`GrpcConnectionBackoff`] / [`ConnectionBackoff`]: gRPC's connection
 //!   backoff, with the connect deadline of each attempt.
@@ -28,10 +30,11 @@
 //! | library | its schedule | in steadfast |
 //! |---|---|---|
 //! | lancet (Go) | `RetryWithLinearBackoff` (the same wait every time) | [`Backoff::constant`] |
-//! | lancet (Go) | `RetryWithExponentialWithJitterBackoff` | [`Backoff::exponential`] (its additive jitter: see below) |
+//! | lancet (Go) | `RetryWithExponentialWithJitterBackoff(interval, base, maxJitter)` | [`Backoff::exponential`] with [`Jitter::Additive`]`(maxJitter)`, and `max_delay(Duration::MAX)` (lancet has no cap) |
 //! | pester (Go) | `LinearBackoff` (`n` × base) | [`Backoff::linear`] |
 //! | pester (Go) | `ExponentialBackoff` | [`Backoff::exponential`] |
 //! | backon (Rust) | `ConstantBuilder`, `ExponentialBuilder`, `FibonacciBuilder` | [`Backoff::constant`], [`Backoff::exponential`], [`Backoff::fibonacci`] |
+//! | backon (Rust) | `.with_jitter()` (adds `U(0, min_delay)`; constant: `U(0, delay)`) | [`Jitter::Additive`]`(min_delay)` (or `(delay)`) |
 //! | tokio-retry (Rust) | `FixedInterval`, `ExponentialBackoff`, `FibonacciBackoff` | [`Backoff::constant`], [`Backoff::exponential`], [`Backoff::fibonacci`] |
 //! | grpc-go | `backoff.DefaultConfig` (reconnects) | [`GrpcConnectionBackoff`] (with connect deadlines), or [`Backoff::grpc_go`] |
 //! | gRPC service config | `retryPolicy` backoff (gRFC A6) | [`Backoff::grpc_a6`] (`grpc_a6_legacy` for the pre-2024 full jitter) |
@@ -39,8 +42,28 @@
 //! | Polly (.NET) | `UseJitter` with `Exponential` (decorrelated jitter V2) | [`Backoff::decorrelated_v2`] |
 //! | AWS Architecture Blog | "full", "equal", "decorrelated" jitter | [`Jitter::Full`], [`Jitter::Equal`], [`Backoff::decorrelated`] |
 //!
-//! lancet's and backon's additive jitter (a random amount up to a fixed
-//! maximum added on top of the curve) has no [`Jitter`] yet.
+//! lancet's and backon's jitter adds a random amount up to a fixed maximum
+//! on top of the curve: that is [`Jitter::Additive`]. One difference: here
+//! `max_delay` holds after the addition (as after every jitter), while
+//! backon adds after its cap, so on the plateau backon waits up to
+//! `max_delay + min_delay` and steadfast `max_delay` exactly. backon's
+//! `ExponentialBuilder::default().with_jitter()` (1 s, ×2, max 60 s,
+//! 3 retries, plus `U(0, 1 s)`) is, in steadfast:
+//!
+//! ```
+//! use std::time::Duration;
+//! use steadfast::{Backoff, Jitter};
+//! let backoff = Backoff::exponential()
+//!     .initial(Duration::from_secs(1))
+//!     .max_delay(Duration::from_secs(60))
+//!     .jitter(Jitter::Additive(Duration::from_secs(1)))
+//!     .max_attempts(4)
+//!     .build()?;
+//! let delays: Vec<Duration> = backoff.delays().collect();
+//! assert_eq!(delays.len(), 3);
+//! assert!(delays[2] >= Duration::from_secs(4) && delays[2] < Duration::from_secs(5));
+//! # Ok::<(), steadfast::ConfigError>(())
+//! ```
 //!
 //! # Cost
 //!
