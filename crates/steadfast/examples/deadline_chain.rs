@@ -50,7 +50,7 @@ async fn main() -> Result<(), Error> {
     let log = Log::printing();
     let a = start_services(&log).await?;
     for b_work in [Duration::from_millis(150), Duration::from_secs(2)] {
-        log.say(String::new());
+        log.say("");
         call_a(&log, a, b_work).await?;
     }
     Ok(())
@@ -67,7 +67,7 @@ struct Answer {
 /// The client: calls A with [`BUDGET`] to spare, asking B for `b_work`.
 async fn call_a(log: &Log, a: SocketAddr, b_work: Duration) -> Result<Answer, Error> {
     let sent = HEADER.encode(BUDGET);
-    log.say(format!(
+    log.say(&format!(
         "client: GET A /quote (B's work: {}) with {} to spare: {}: {sent}",
         show(b_work),
         show(BUDGET),
@@ -82,7 +82,7 @@ async fn call_a(log: &Log, a: SocketAddr, b_work: Duration) -> Result<Answer, Er
         .await?;
     let status = response.status();
     let body = response.text().await?;
-    log.say(format!(
+    log.say(&format!(
         "client: {status} {body:?} after {}",
         show(start.elapsed())
     ));
@@ -148,7 +148,7 @@ async fn service_a(
     };
     let left = deadline.remaining(TokioClock.now());
     a.log.hop("A", left);
-    a.log.say(format!(
+    a.log.say(&format!(
         "A: request in; {} left for it (after {} kept to answer); working {}",
         show(left),
         show(REPLY_MARGIN),
@@ -162,7 +162,7 @@ async fn service_a(
             // The attempt's deadline is A's (the ambient one): send on what is left.
             let left = attempt.time_left(TokioClock.now()).unwrap_or_default();
             let sent = HEADER.encode(left);
-            a.log.say(format!(
+            a.log.say(&format!(
                 "A: attempt {} at B with {} left: {}: {sent}",
                 attempt.number,
                 show(left),
@@ -193,11 +193,11 @@ async fn service_a(
         match outcome {
             Ok((status, body)) => {
                 a.log
-                    .say(format!("A: B answered {status} {body:?}; {left} left"));
+                    .say(&format!("A: B answered {status} {body:?}; {left} left"));
                 (status, body)
             }
             Err(e) => {
-                a.log.say(format!("A: {e}; {left} left"));
+                a.log.say(&format!("A: {e}; {left} left"));
                 (StatusCode::GATEWAY_TIMEOUT, e.to_string())
             }
         }
@@ -217,7 +217,7 @@ async fn service_b(
     };
     let work = Duration::from_millis(work_ms);
     log.hop("B", deadline.remaining(TokioClock.now()));
-    log.say(format!(
+    log.say(&format!(
         "B: request in; {} left for it; the work takes {}",
         show(deadline.remaining(TokioClock.now())),
         show(work)
@@ -225,11 +225,11 @@ async fn service_b(
     match deadline::timeout_at(TokioClock, deadline, tokio::time::sleep(work)).await {
         Ok(()) => {
             let left = show(deadline.remaining(TokioClock.now()));
-            log.say(format!("B: done; {left} left"));
+            log.say(&format!("B: done; {left} left"));
             (StatusCode::OK, "42 EUR".into())
         }
         Err(exceeded) => {
-            log.say(format!("B: stopped the work: {exceeded}"));
+            log.say(&format!("B: stopped the work: {exceeded}"));
             (StatusCode::GATEWAY_TIMEOUT, exceeded.to_string())
         }
     }
@@ -254,7 +254,7 @@ impl Log {
         }
     }
 
-    fn say(&self, line: String) {
+    fn say(&self, line: &str) {
         if self.print && line.is_empty() {
             println!();
         } else if self.print {

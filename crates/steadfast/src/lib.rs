@@ -39,7 +39,7 @@
 //!   and hedges.
 //! - [`hedge`]: hedged requests, and the hedging engine without its executor.
 //! - [`clock`]: time, injected: the real clocks and the virtual one.
-//! - [`cancel`]: [`CancelToken`].
+//! - [`cancel`]: explicit cancellation ([`CancelToken`]).
 //!
 #![doc = concat!(
     "How the pieces fit (the flow of one call, the invariants) is in the repository's [ARCHITECTURE.md](",
