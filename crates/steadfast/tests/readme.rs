@@ -1,8 +1,9 @@
 //! The READMEs a newcomer copies from stay true: the code they show is the
 //! code the doctests compile (no hidden lines), the root README's examples
 //! are the tour's (the crate README, which is the API docs' front page), both
-//! state the same dependency lines, and every `cargo run --example` command
-//! they give names an example that exists.
+//! state the same dependency lines, and every `cargo run --example` or
+//! `cargo bench --bench` command in the READMEs, `BENCHMARKS.md` and
+//! `ARCHITECTURE.md` names a target that exists.
 //!
 //! The doctests themselves (`cargo test -p steadfast --doc`) compile and run
 //! every example: the tour through `src/lib.rs`'s front page, the root
@@ -84,27 +85,47 @@ fn the_root_readme_shows_the_tours_examples_and_dependencies() {
     assert_eq!(dependencies(&tour).len(), 1, "one dependency block");
 }
 
-#[test]
-fn every_example_command_names_an_example() {
-    let mut checked = 0;
-    for readme in READMES {
-        let text = read(readme);
-        for line in text.lines() {
-            let Some((before, after)) = line.split_once("--example ") else {
-                continue;
-            };
-            let package = before
-                .split_once("-p ")
-                .and_then(|(_, rest)| rest.split_whitespace().next())
-                .unwrap_or_else(|| panic!("{readme}: no `-p` in {line:?}"));
-            let name: String = after
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_')
-                .collect();
-            let file = workspace().join(format!("crates/{package}/examples/{name}.rs"));
-            assert!(file.is_file(), "{readme}: {line:?}: no {}", file.display());
-            checked += 1;
+/// The documents that give `cargo run --example` and `cargo bench --bench`
+/// commands.
+fn documents_with_commands() -> Vec<String> {
+    let mut docs = vec![
+        "README.md".to_owned(),
+        "BENCHMARKS.md".to_owned(),
+        "ARCHITECTURE.md".to_owned(),
+    ];
+    let crates = std::fs::read_dir(workspace().join("crates")).expect("crates/");
+    for entry in crates.flatten() {
+        if entry.path().join("README.md").is_file() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            docs.push(format!("crates/{name}/README.md"));
         }
     }
-    assert!(checked >= 5, "only {checked} example commands found");
+    docs
+}
+
+#[test]
+fn every_example_and_bench_command_names_a_target() {
+    let mut checked = 0;
+    for doc in documents_with_commands() {
+        let text = read(&doc);
+        for line in text.lines() {
+            for (flag, dir) in [("--example ", "examples"), ("--bench ", "benches")] {
+                let Some((before, after)) = line.split_once(flag) else {
+                    continue;
+                };
+                let package = before
+                    .split_once("-p ")
+                    .and_then(|(_, rest)| rest.split_whitespace().next())
+                    .unwrap_or_else(|| panic!("{doc}: no `-p` in {line:?}"));
+                let name: String = after
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                let file = workspace().join(format!("crates/{package}/{dir}/{name}.rs"));
+                assert!(file.is_file(), "{doc}: {line:?}: no {}", file.display());
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 20, "only {checked} commands found");
 }
