@@ -7,10 +7,12 @@
 //! p99, p99.9 and the extra requests each variant sent.
 //!
 //! ```sh
-//! cargo run --release -p steadfast --example tail_latency
+//! cargo bench -p steadfast --bench tail_latency
 //! ```
 //!
-//! Not a test: it measures, it asserts nothing.
+//! A measurement harness (a bench target of its own, not criterion): it
+//! measures, it asserts nothing, and takes a minute or so. For a hedged call
+//! to read, see `examples/hedged_call.rs`.
 #![allow(clippy::print_stdout)]
 
 use std::future::Future;
