@@ -25,6 +25,8 @@ use echo::{SayReply, SayRequest};
 pub struct Script {
     /// The first `fail` attempts fail with `code`.
     pub fail: u32,
+    /// These attempts fail too, whatever `fail` says.
+    pub fail_attempts: Vec<u32>,
     pub code: Option<tonic::Code>,
     /// A `grpc-retry-pushback-ms` value sent with each failure.
     pub pushback: Option<String>,
@@ -54,6 +56,23 @@ impl Script {
     #[must_use]
     pub fn with_pushback(mut self, value: &str) -> Self {
         self.pushback = Some(value.to_owned());
+        self
+    }
+
+    /// Only the attempts numbered in `numbers` fail (with UNAVAILABLE).
+    #[must_use]
+    pub fn failing_attempts(numbers: &[u32]) -> Self {
+        Self {
+            fail_attempts: numbers.to_vec(),
+            ..Self::default()
+        }
+    }
+
+    /// The first `n` attempts also wait `for_` before they answer.
+    #[must_use]
+    pub fn with_stall(mut self, n: u32, for_: Duration) -> Self {
+        self.stall = n;
+        self.stall_for = for_;
         self
     }
 
@@ -260,7 +279,7 @@ impl Service {
             return reply.map(Response::new);
         }
         handler.done = true;
-        if attempt <= script.fail {
+        if attempt <= script.fail || script.fail_attempts.contains(&attempt) {
             let code = script.code.unwrap_or(tonic::Code::Unavailable);
             let mut status = Status::new(code, format!("attempt {attempt} fails"));
             if let Some(p) = &script.pushback

@@ -14,10 +14,11 @@ use http::{Request, Response};
 use http_body::Body;
 use pin_project_lite::pin_project;
 use steadfast::deadline::{self, CancelCause, DeadlineHeader};
-use steadfast::retry::DefaultClock;
+use steadfast::hedge::HedgeReport;
+use steadfast::retry::{DefaultClock, Reported};
 use steadfast::{
-    AsyncClock, Backoff, ConfigError, Deadline, HedgeError, HedgePolicy, RetryError, RetryPolicy,
-    StopReason,
+    AsyncClock, Backoff, ConfigError, Deadline, HedgeError, HedgePolicy, Report, RetryError,
+    RetryPolicy, StopReason,
 };
 use steadfast_tower::deadline::{SetDeadlineHeader, SetDeadlineHeaderLayer};
 use steadfast_tower::replay::ReplayBody;
@@ -26,6 +27,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::config::{MethodPolicy, ServiceConfig};
+use crate::metrics::{self, Extra};
 use crate::throttle::bucket_for;
 use crate::{Code, GrpcClassify, GrpcReplay};
 
@@ -47,6 +49,8 @@ struct Routes<C> {
     config: ServiceConfig,
     routes: Vec<Route<C>>,
     clock: C,
+    // The server name, as the metrics' `grpc.target`.
+    target: Arc<str>,
 }
 
 impl<C> Routes<C> {
@@ -165,6 +169,7 @@ impl<C: AsyncClock> GrpcLayer<C> {
                 config,
                 routes,
                 clock,
+                target: Arc::from(target),
             }),
             header,
         })
@@ -239,12 +244,13 @@ where
         // no subscriber wants costs a check.
         let span = tracing::debug_span!("grpc call", method = %request.uri().path());
         let entered = span.enter();
+        let method = request.uri().path_and_query().cloned();
         let kind = match self.routes.route(request.uri().path()) {
             Some(Route::Retry(layer)) => Kind::Retry {
-                future: layer.run(ready, request),
+                future: layer.run_reported(ready, request),
             },
             Some(Route::Hedge(layer)) => Kind::Hedge {
-                future: layer.run(ready, request),
+                future: layer.run_reported(ready, request),
             },
             Some(Route::Plain { timeout }) => {
                 let method = timeout.map(|t| Deadline::after(clock.now(), t));
@@ -263,7 +269,24 @@ where
             deadline: own,
             clock,
             span,
+            labels: Some(Labels {
+                method,
+                target: Arc::clone(&self.routes.target),
+            }),
         }
+    }
+}
+
+/// What names a call in its metrics.
+struct Labels {
+    method: Option<http::uri::PathAndQuery>,
+    target: Arc<str>,
+}
+
+impl Labels {
+    fn record(&self, extra: Extra) {
+        let method = self.method.as_ref().map_or("", |m| m.path());
+        metrics::record(extra, method, &self.target);
     }
 }
 
@@ -289,6 +312,7 @@ where
         deadline,
         clock,
         span,
+        labels: None,
     }
 }
 
@@ -309,6 +333,8 @@ pin_project! {
         clock: C,
         // The call's span: every poll runs inside it.
         span: tracing::Span,
+        // Method and target, for the metrics of a retried or hedged call.
+        labels: Option<Labels>,
     }
 }
 
@@ -321,8 +347,8 @@ pin_project! {
         B: Unpin,
         C: AsyncClock,
     {
-        Retry { #[pin] future: retry::ResponseFuture<Inner<S, C>, Request<B>, Arc<RetryPolicy<Backoff>>, GrpcClassify, GrpcReplay, C> },
-        Hedge { #[pin] future: hedge::ResponseFuture<Inner<S, C>, Request<B>, HedgePolicy, GrpcClassify, GrpcReplay, C> },
+        Retry { #[pin] future: retry::ResponseFuture<Inner<S, C>, Request<B>, Arc<RetryPolicy<Backoff>>, GrpcClassify, GrpcReplay, C, Reported> },
+        Hedge { #[pin] future: hedge::ResponseFuture<Inner<S, C>, Request<B>, HedgePolicy, GrpcClassify, GrpcReplay, C, Reported> },
         Plain { #[pin] future: S::Future },
     }
 }
@@ -357,14 +383,24 @@ where
         let _entered = this.span.enter();
         let kind = this.kind;
         let clock = &*this.clock;
+        let labels = this.labels.as_ref();
         let poll = move || match kind.project() {
-            KindProj::Retry { future } => future.poll(cx).map(|out| match out {
-                Ok(response) => Ok(response),
-                Err(e) => retry_error(e),
+            KindProj::Retry { future } => future.poll(cx).map(|report| {
+                if let Some(labels) = labels {
+                    labels.record(Extra::Retries {
+                        retries: report.attempts.saturating_sub(1),
+                        delay: report.waited,
+                    });
+                }
+                retried(report)
             }),
-            KindProj::Hedge { future } => future.poll(cx).map(|out| match out {
-                Ok(response) => Ok(response),
-                Err(e) => hedge_error(e),
+            KindProj::Hedge { future } => future.poll(cx).map(|report| {
+                if let Some(labels) = labels {
+                    labels.record(Extra::Hedges {
+                        hedges: report.stats.hedges(),
+                    });
+                }
+                hedged(report)
             }),
             KindProj::Plain { future } => future.poll(cx).map(|out| match out {
                 Ok(response) => Ok(response),
@@ -384,6 +420,41 @@ where
             None => poll(),
         }
     }
+}
+
+/// A retried call's answer: its response, unless retries stopped because
+/// the next wait would end past the deadline, which gRPC reports as
+/// `DEADLINE_EXCEEDED` (whatever status the last attempt had).
+fn retried<T: Default, E: Error + Send + Sync + 'static>(
+    report: Report<Response<T>, E>,
+) -> Result<Response<T>, BoxError> {
+    match (report.result, report.stop) {
+        (Ok(response), Some(StopReason::Deadline)) => Ok(out_of_time(&response, report.attempts)),
+        (Ok(response), _) => Ok(response),
+        (Err(e), _) => retry_error(e),
+    }
+}
+
+/// A hedged call's answer, as [`retried`]'s.
+fn hedged<T: Default, E: Error + Send + Sync + 'static>(
+    report: HedgeReport<Response<T>, E>,
+) -> Result<Response<T>, BoxError> {
+    match (report.result, report.stop) {
+        (Ok(response), Some(StopReason::Deadline)) => Ok(out_of_time(&response, report.stats.sent)),
+        (Ok(response), _) => Ok(response),
+        (Err(e), _) => hedge_error(e),
+    }
+}
+
+/// `DEADLINE_EXCEEDED` for a call that gave up on `last` (a Trailers-Only
+/// failure) because its deadline would pass before the next attempt.
+#[cold]
+fn out_of_time<T: Default>(last: &Response<T>, attempts: u32) -> Response<T> {
+    let code = crate::head_status(last.headers()).unwrap_or(Code::Unknown);
+    let message = format!(
+        "deadline exceeded: no time for another attempt after {attempts} (the last ended {code})"
+    );
+    status_response(Code::DeadlineExceeded, &message)
 }
 
 /// A call that ran out of time is `DEADLINE_EXCEEDED`, as gRPC reports it;

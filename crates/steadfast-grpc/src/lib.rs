@@ -43,11 +43,15 @@
 //! - **Telemetry.** Each call runs in a `grpc call` tracing span naming its
 //!   method; inside it, an event per failed attempt (status, the server's
 //!   pushback, what follows), the core's events per retry wait and hedge
-//!   copy, and one when the call gives up.
+//!   copy, and one when the call gives up. The gRFC A96 per-call metrics
+//!   (retries, hedges, retry delay, labelled by method and target) are
+//!   recorded when a call ends: see [`metrics`] (a `tracing` event, and with
+//!   the `metrics` feature the `metrics` facade too).
 //!
-//! Not built yet (see the crate README): the A96 metrics, and `DEADLINE_EXCEEDED` for a call whose
-//! retries stop because its deadline would pass after a Trailers-Only
-//! failure (it ends at once, with that last status).
+//! - **Deadline exceeded, at once.** A call whose next retry (its backoff or
+//!   the server's pushback) would end past its deadline stops then, without
+//!   sleeping, and is answered `DEADLINE_EXCEEDED`, whatever status its last
+//!   attempt failed with; so is a call whose deadline passes mid-attempt.
 #![warn(missing_docs)]
 
 mod classify;
@@ -57,6 +61,7 @@ mod connect;
 #[doc(hidden)]
 pub mod fuzzing;
 mod layer;
+pub mod metrics;
 mod replay;
 mod throttle;
 

@@ -352,3 +352,198 @@ async fn a_committed_call_is_not_retried() {
         "a committed call was retried"
     );
 }
+
+/// A6: a wait (backoff or pushback) that would end past the deadline ends
+/// the call at once, and gRPC reports that as DEADLINE_EXCEEDED, not as the
+/// last attempt's status.
+#[tokio::test]
+async fn a_retry_past_the_deadline_ends_at_once_with_deadline_exceeded() {
+    let server = Server::start().await;
+    let config = r#"{"methodConfig": [{"name": [{"service": "steadfast.test.Echo"}],
+        "retryPolicy": {"maxAttempts": 5, "initialBackoff": "1s", "maxBackoff": "1s",
+                        "backoffMultiplier": 1, "retryableStatusCodes": ["UNAVAILABLE"]}}]}"#;
+    let mut client = client(&server, config).await;
+    for (key, script) in [
+        // The backoff (0.8 to 1.2 s) would end past the 300 ms left.
+        ("backoff", Script::failing(5)),
+        // The server's pushback (5 s) would too.
+        ("pushback", Script::failing(5).with_pushback("5000")),
+    ] {
+        server.state.script(key, script);
+        let mut request = tonic::Request::new(say(key));
+        request.set_timeout(Duration::from_millis(300));
+        let status = client.say(request).await.expect_err("out of time");
+        assert_eq!(
+            status.code(),
+            tonic::Code::DeadlineExceeded,
+            "{key}: {status:?}"
+        );
+        assert!(
+            status.message().contains("the last ended UNAVAILABLE"),
+            "{key}: {}",
+            status.message()
+        );
+        assert_eq!(server.state.attempts(key), 1, "{key}: no retry was sent");
+    }
+}
+
+/// A6 hedging: a pushback that forbids retries stops new copies but lets
+/// the copies already sent run on; one of them can still win.
+#[tokio::test]
+async fn a_forbidding_pushback_stops_new_hedges_but_not_those_in_flight() {
+    let server = Server::start().await;
+    // Copy 1 answers OK after 400 ms; copy 2 (sent at 50 ms) fails at once
+    // with a pushback of -1; copy 3 would go at once after a non-fatal
+    // failure, and must not.
+    server.state.script(
+        "k",
+        Script::failing_attempts(&[2])
+            .with_pushback("-1")
+            .with_stall(1, Duration::from_millis(400)),
+    );
+    let config = r#"{"methodConfig": [{"name": [{"service": "steadfast.test.Echo", "method": "Say"}],
+        "hedgingPolicy": {"maxAttempts": 3, "hedgingDelay": "0.05s", "nonFatalStatusCodes": ["UNAVAILABLE"]}}]}"#;
+    let mut client = client(&server, config).await;
+    let reply = client
+        .say(say("k"))
+        .await
+        .expect("copy 1 still wins")
+        .into_inner();
+    assert_eq!(reply.attempts, 1);
+    assert_eq!(server.state.attempts("k"), 2, "copy 3 was never sent");
+}
+
+/// Collects the A96 metric events (target `steadfast_grpc::metrics`).
+#[derive(Clone, Default)]
+struct MetricEvents(std::sync::Arc<std::sync::Mutex<Vec<Fields>>>);
+
+/// One event's fields, by name, as text.
+type Fields = Vec<(String, String)>;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for MetricEvents {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        struct Visitor(Fields);
+        impl tracing::field::Visit for Visitor {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                self.0.push((field.name().to_owned(), format!("{value:?}")));
+            }
+            fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+                self.0.push((field.name().to_owned(), value.to_owned()));
+            }
+        }
+        if event.metadata().target() == "steadfast_grpc::metrics" {
+            let mut fields = Visitor(Vec::new());
+            event.record(&mut fields);
+            self.0.lock().expect("lock").push(fields.0);
+        }
+    }
+}
+
+impl MetricEvents {
+    fn take(&self) -> Vec<Fields> {
+        std::mem::take(&mut *self.0.lock().expect("lock"))
+    }
+}
+
+fn field<'a>(event: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    event
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// gRFC A96: a call that retried records its retries and their total delay,
+/// a hedged call its hedges, labelled by method and target; a call that
+/// needed neither records nothing.
+#[tokio::test]
+async fn the_a96_metrics_are_recorded_per_call() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let events = MetricEvents::default();
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(events.clone()));
+    let server = Server::start().await;
+    let target = server.addr.to_string();
+    let mut retrying = client(&server, RETRY_UNAVAILABLE).await;
+
+    retrying.say(say("first")).await.expect("at once");
+    assert!(events.take().is_empty(), "zero is not recorded");
+
+    server.state.script("twice", Script::failing(2));
+    retrying.say(say("twice")).await.expect("recovered");
+    let recorded = events.take();
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    let event = &recorded[0];
+    assert_eq!(field(event, "grpc.client.call.retries"), Some("2"));
+    assert_eq!(field(event, "grpc.method"), Some("steadfast.test.Echo/Say"));
+    assert_eq!(field(event, "grpc.target"), Some(target.as_str()));
+    // Two waits of the A6 backoff: 10 ms then 20 ms, each ±20 %.
+    let delay: f64 = field(event, "grpc.client.call.retry_delay")
+        .expect("a retry delay")
+        .parse()
+        .expect("seconds");
+    assert!((0.024..=0.036).contains(&delay), "{delay}");
+
+    let hedging = r#"{"methodConfig": [{"name": [{"service": "steadfast.test.Echo", "method": "Say"}],
+        "hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "0.05s", "nonFatalStatusCodes": ["UNAVAILABLE"]}}]}"#;
+    let mut hedged = client(&server, hedging).await;
+    server
+        .state
+        .script("slow", Script::stalling(1, Duration::from_secs(30)));
+    hedged.say(say("slow")).await.expect("the hedge");
+    let recorded = events.take();
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert_eq!(field(&recorded[0], "grpc.client.call.hedges"), Some("1"));
+    assert_eq!(field(&recorded[0], "grpc.client.call.retries"), None);
+}
+
+/// With the `metrics` feature, the same A96 histograms reach the `metrics`
+/// facade, with their units and labels.
+#[cfg(feature = "metrics")]
+#[tokio::test]
+async fn the_a96_histograms_reach_the_metrics_facade() {
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    recorder
+        .install()
+        .expect("the only recorder of this test binary");
+    let server = Server::start().await;
+    let target = server.addr.to_string();
+    let mut retrying = client(&server, RETRY_UNAVAILABLE).await;
+    server.state.script("twice", Script::failing(2));
+    retrying.say(say("twice")).await.expect("recovered");
+
+    let snapshot = snapshotter.snapshot().into_vec();
+    let find = |name: &str| {
+        snapshot
+            .iter()
+            .find(|(key, ..)| key.key().name() == name)
+            .unwrap_or_else(|| panic!("{name} recorded: {snapshot:?}"))
+    };
+    let (key, unit, _, value) = find("grpc.client.call.retries");
+    let labels: Vec<(&str, &str)> = key.key().labels().map(|l| (l.key(), l.value())).collect();
+    assert_eq!(
+        labels,
+        [
+            ("grpc.method", "steadfast.test.Echo/Say"),
+            ("grpc.target", target.as_str())
+        ]
+    );
+    assert_eq!(*unit, Some(metrics::Unit::Count));
+    let DebugValue::Histogram(values) = value else {
+        panic!("a histogram: {value:?}")
+    };
+    assert_eq!(
+        values.iter().map(|v| v.into_inner()).collect::<Vec<_>>(),
+        [2.0]
+    );
+    let (_, unit, _, value) = find("grpc.client.call.retry_delay");
+    assert_eq!(*unit, Some(metrics::Unit::Seconds));
+    let DebugValue::Histogram(values) = value else {
+        panic!("a histogram: {value:?}")
+    };
+    assert!(
+        (0.024..=0.036).contains(&values[0].into_inner()),
+        "{values:?}"
+    );
+}
