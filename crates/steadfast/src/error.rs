@@ -21,11 +21,26 @@ use crate::StopReason;
 /// );
 /// ```
 ///
-/// The details live behind one box, so a `Result<T, RetryError<E>>` is
-/// barely larger than `T`: the success path moves no more than it must, and
-/// the box is made only when a call gives up.
+/// The details live behind one box, so a `Result<T, RetryError<E>>` stays
+/// small: the success path moves little, and the box is made only when a
+/// call gives up after trying. A call that a control refused before any
+/// attempt (an open circuit breaker, a throttle) keeps its few details
+/// inline instead: a refusal costs no allocation.
 #[derive(Clone, PartialEq, Eq)]
-pub struct RetryError<E>(Box<Details<E>>);
+pub struct RetryError<E>(Repr<E>);
+
+#[derive(Clone, PartialEq, Eq)]
+enum Repr<E> {
+    /// Refused before any attempt ([`StopReason::Throttled`], no attempt,
+    /// no time spent, no error): what a refusal says, without a box.
+    Refused {
+        by: &'static str,
+        name: Option<&'static str>,
+        refused_for: Option<Duration>,
+    },
+    /// Everything else.
+    Full(Box<Details<E>>),
+}
 
 #[derive(Clone, PartialEq, Eq)]
 struct Details<E> {
@@ -47,7 +62,7 @@ impl<E> RetryError<E> {
         attempts: u32,
         elapsed: Duration,
     ) -> Self {
-        Self(Box::new(Details {
+        Self(Repr::Full(Box::new(Details {
             reason,
             last_error,
             attempts,
@@ -56,13 +71,61 @@ impl<E> RetryError<E> {
             refused_by: None,
             refused_for: None,
             timed_out: false,
-        }))
+        })))
+    }
+
+    /// The error of a call that the control named `by` refused before any
+    /// attempt ([`StopReason::Throttled`], no attempt): made without an
+    /// allocation.
+    ///
+    /// ```
+    /// use steadfast::{RetryError, StopReason};
+    /// let err = RetryError::<std::io::Error>::refused("circuit breaker").with_name("fetch");
+    /// assert_eq!((err.reason(), err.attempts(), err.refused_by()), (StopReason::Throttled, 0, Some("circuit breaker")));
+    /// assert_eq!(err.to_string(), "fetch failed after 0 attempts in 0ms (refused by circuit breaker)");
+    /// ```
+    #[must_use]
+    pub const fn refused(by: &'static str) -> Self {
+        Self(Repr::Refused {
+            by,
+            name: None,
+            refused_for: None,
+        })
+    }
+
+    /// The details, boxed now if they were inline (a change that a refusal
+    /// cannot hold inline).
+    fn details_mut(&mut self) -> &mut Details<E> {
+        if let Repr::Refused {
+            by,
+            name,
+            refused_for,
+        } = self.0
+        {
+            self.0 = Repr::Full(Box::new(Details {
+                reason: StopReason::Throttled,
+                last_error: None,
+                attempts: 0,
+                elapsed: Duration::ZERO,
+                name,
+                refused_by: Some(by),
+                refused_for,
+                timed_out: false,
+            }));
+        }
+        match &mut self.0 {
+            Repr::Full(details) => details,
+            Repr::Refused { .. } => unreachable!("boxed above"),
+        }
     }
 
     /// Names the operation in messages.
     #[must_use]
     pub fn with_name(mut self, name: &'static str) -> Self {
-        self.0.name = Some(name);
+        match &mut self.0 {
+            Repr::Refused { name: n, .. } => *n = Some(name),
+            Repr::Full(d) => d.name = Some(name),
+        }
         self
     }
 
@@ -77,14 +140,19 @@ impl<E> RetryError<E> {
     /// ```
     #[must_use]
     pub fn with_reason(mut self, reason: StopReason) -> Self {
-        self.0.reason = reason;
+        if !(reason == StopReason::Throttled && matches!(self.0, Repr::Refused { .. })) {
+            self.details_mut().reason = reason;
+        }
         self
     }
 
     /// Records which retry control refused (for [`StopReason::Throttled`]).
     #[must_use]
     pub fn with_refused_by(mut self, by: Option<&'static str>) -> Self {
-        self.0.refused_by = by;
+        match (&mut self.0, by) {
+            (Repr::Refused { by: b, .. }, Some(by)) => *b = by,
+            _ => self.details_mut().refused_by = by,
+        }
         self
     }
 
@@ -92,46 +160,66 @@ impl<E> RetryError<E> {
     /// (a circuit breaker: the rest of its break).
     #[must_use]
     pub fn with_refused_for(mut self, refused_for: Option<Duration>) -> Self {
-        self.0.refused_for = refused_for;
+        match &mut self.0 {
+            Repr::Refused { refused_for: r, .. } => *r = refused_for,
+            Repr::Full(d) => d.refused_for = refused_for,
+        }
         self
     }
 
     /// Records that the last attempt ran out of time rather than failing.
     #[must_use]
     pub fn with_timed_out(mut self, timed_out: bool) -> Self {
-        self.0.timed_out = timed_out;
+        if timed_out || matches!(self.0, Repr::Full(_)) {
+            self.details_mut().timed_out = timed_out;
+        }
         self
     }
 
     /// Why the call stopped.
     #[must_use]
     pub fn reason(&self) -> StopReason {
-        self.0.reason
+        match &self.0 {
+            Repr::Refused { .. } => StopReason::Throttled,
+            Repr::Full(d) => d.reason,
+        }
     }
 
-    /// Attempts made, counting the first.
+    /// Attempts made, counting the first (0 for a call refused at once).
     #[must_use]
     pub fn attempts(&self) -> u32 {
-        self.0.attempts
+        match &self.0 {
+            Repr::Refused { .. } => 0,
+            Repr::Full(d) => d.attempts,
+        }
     }
 
     /// Time spent, from the call's start when a time limit made the executor
     /// read the clock then, otherwise from the end of the first attempt.
     #[must_use]
     pub fn elapsed(&self) -> Duration {
-        self.0.elapsed
+        match &self.0 {
+            Repr::Refused { .. } => Duration::ZERO,
+            Repr::Full(d) => d.elapsed,
+        }
     }
 
     /// The operation's name, if one was given.
     #[must_use]
     pub fn name(&self) -> Option<&'static str> {
-        self.0.name
+        match &self.0 {
+            Repr::Refused { name, .. } => *name,
+            Repr::Full(d) => d.name,
+        }
     }
 
-    /// The control that refused a retry, for [`StopReason::Throttled`].
+    /// The control that refused the call or a retry, for [`StopReason::Throttled`].
     #[must_use]
     pub fn refused_by(&self) -> Option<&'static str> {
-        self.0.refused_by
+        match &self.0 {
+            Repr::Refused { by, .. } => Some(by),
+            Repr::Full(d) => d.refused_by,
+        }
     }
 
     /// For [`StopReason::Throttled`]: how long the control that refused
@@ -152,29 +240,40 @@ impl<E> RetryError<E> {
     /// ```
     #[must_use]
     pub fn refused_for(&self) -> Option<Duration> {
-        self.0.refused_for
+        match &self.0 {
+            Repr::Refused { refused_for, .. } => *refused_for,
+            Repr::Full(d) => d.refused_for,
+        }
     }
 
     /// Whether the last attempt was cut off by its timeout.
     #[must_use]
     pub fn timed_out(&self) -> bool {
-        self.0.timed_out
+        match &self.0 {
+            Repr::Refused { .. } => false,
+            Repr::Full(d) => d.timed_out,
+        }
     }
 
     /// The last error the operation returned, if any attempt returned one.
     #[must_use]
     pub fn last_error(&self) -> Option<&E> {
-        self.0.last_error.as_ref()
+        match &self.0 {
+            Repr::Refused { .. } => None,
+            Repr::Full(d) => d.last_error.as_ref(),
+        }
     }
 
     /// Takes the last error out.
     #[must_use]
     pub fn into_last_error(self) -> Option<E> {
-        self.0.last_error
+        match self.0 {
+            Repr::Refused { .. } => None,
+            Repr::Full(d) => d.last_error,
+        }
     }
 }
 
-/// A duration as error messages print it: `3.2s`, or `250ms` below a second.
 pub(crate) struct Secs(pub(crate) Duration);
 
 impl fmt::Display for Secs {
@@ -190,29 +289,29 @@ impl fmt::Display for Secs {
 
 impl<E: fmt::Display> fmt::Display for RetryError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = self.0.name.unwrap_or("operation");
-        let plural = if self.0.attempts == 1 { "" } else { "s" };
+        let name = self.name().unwrap_or("operation");
+        let attempts = self.attempts();
+        let plural = if attempts == 1 { "" } else { "s" };
         write!(
             f,
-            "{name} failed after {} attempt{plural} in {} (",
-            self.0.attempts,
-            Secs(self.0.elapsed)
+            "{name} failed after {attempts} attempt{plural} in {} (",
+            Secs(self.elapsed())
         )?;
-        match (self.0.reason, self.0.refused_by) {
+        match (self.reason(), self.refused_by()) {
             // No attempt made: the call itself was refused.
-            (StopReason::Throttled, Some(by)) if self.0.attempts == 0 => {
+            (StopReason::Throttled, Some(by)) if attempts == 0 => {
                 write!(f, "refused by {by}")?;
             }
             (StopReason::Throttled, Some(by)) => write!(f, "retry refused by {by}")?,
             (reason, _) => f.write_str(reason.as_str())?,
         }
-        if let (StopReason::Throttled, Some(d)) = (self.0.reason, self.0.refused_for) {
+        if let (StopReason::Throttled, Some(d)) = (self.reason(), self.refused_for()) {
             write!(f, ", for {} more", Secs(d))?;
         }
         f.write_str(")")?;
-        if self.0.timed_out {
+        if self.timed_out() {
             f.write_str(": attempt timed out")
-        } else if let Some(e) = &self.0.last_error {
+        } else if let Some(e) = self.last_error() {
             write!(f, ": {e}")
         } else {
             Ok(())
@@ -223,23 +322,54 @@ impl<E: fmt::Display> fmt::Display for RetryError<E> {
 impl<E: fmt::Debug> fmt::Debug for RetryError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RetryError")
-            .field("reason", &self.0.reason)
-            .field("attempts", &self.0.attempts)
-            .field("elapsed", &self.0.elapsed)
-            .field("name", &self.0.name)
-            .field("refused_by", &self.0.refused_by)
-            .field("refused_for", &self.0.refused_for)
-            .field("timed_out", &self.0.timed_out)
-            .field("last_error", &self.0.last_error)
+            .field("reason", &self.reason())
+            .field("attempts", &self.attempts())
+            .field("elapsed", &self.elapsed())
+            .field("name", &self.name())
+            .field("refused_by", &self.refused_by())
+            .field("refused_for", &self.refused_for())
+            .field("timed_out", &self.timed_out())
+            .field("last_error", &self.last_error())
             .finish()
     }
 }
 
 impl<E: Error + 'static> Error for RetryError<E> {
     fn source(&self) -> Option<&(dyn Error + 'static)> {
-        self.0
-            .last_error
-            .as_ref()
-            .map(|e| e as &(dyn Error + 'static))
+        self.last_error().map(|e| e as &(dyn Error + 'static))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_keeps_its_details_inline_and_the_error_stays_small() {
+        let err = RetryError::<std::io::Error>::refused("circuit breaker")
+            .with_refused_for(Some(Duration::from_millis(4200)))
+            .with_name("fetch");
+        assert!(matches!(err.0, Repr::Refused { .. }));
+        assert_eq!(
+            err.to_string(),
+            "fetch failed after 0 attempts in 0ms (refused by circuit breaker, for 4.2s more)"
+        );
+        // The same error, boxed, says the same; a change a refusal cannot
+        // hold inline boxes it.
+        let boxed =
+            RetryError::<std::io::Error>::new(StopReason::Throttled, None, 0, Duration::ZERO)
+                .with_refused_by(Some("circuit breaker"))
+                .with_refused_for(Some(Duration::from_millis(4200)))
+                .with_name("fetch");
+        assert_eq!(boxed.to_string(), err.to_string());
+        assert_eq!(format!("{boxed:?}"), format!("{err:?}"));
+        let moved = err.with_reason(StopReason::Cancelled);
+        assert!(matches!(moved.0, Repr::Full(_)));
+        assert_eq!(
+            (moved.reason(), moved.refused_by()),
+            (StopReason::Cancelled, Some("circuit breaker"))
+        );
+        // Inline details cost bytes in every `Result`, so they are few.
+        assert!(std::mem::size_of::<RetryError<std::io::Error>>() <= 48);
     }
 }

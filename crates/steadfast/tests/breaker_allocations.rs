@@ -1,7 +1,7 @@
 //! Proves what a circuit breaker allocates: nothing on a closed breaker's
 //! success path (in the blocking executor), nothing to refuse a call or to
-//! change state; a call it refuses costs the executor's `RetryError` box
-//! and nothing more.
+//! change state, and nothing for a call it refuses, in either executor: the
+//! refusal's `RetryError` keeps its details inline.
 //!
 //! A counting global allocator sees every allocation of the process, so this
 //! test runs without the parallel test harness (`harness = false`).
@@ -11,9 +11,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::future::IntoFuture;
 use steadfast::clock::{Clock, VirtualClock};
 use steadfast::control::{BreakerState, CircuitBreaker, Outcome, RetryControl, WindowKind};
-use steadfast::retry::BlockingRetryable;
+
+use steadfast::retry::{BlockingRetryable, Retryable};
 use steadfast::{Attempt, RetryPolicy};
 
 mod counting;
@@ -80,7 +82,26 @@ fn main() {
             .expect_err("the breaker refuses");
         assert_eq!(err.attempts(), 0);
     });
-    assert_eq!(n, 1, "a refused call: its RetryError only, {n} allocations");
+    assert_eq!(n, 0, "a refused call: {n} allocations");
+    checks += 1;
+
+    // The async executor refuses without allocating too (a first
+    // `block_on` outside the count sets up its thread's waker).
+    futures::executor::block_on(async {});
+    let n = allocations_during(|| {
+        let err = futures::executor::block_on(
+            (|a: Attempt| std::future::ready(Ok::<_, &str>(a.number)))
+                .retry(&policy)
+                .clock(clock.clone())
+                .into_future(),
+        )
+        .expect_err("the breaker refuses");
+        assert_eq!(
+            (err.attempts(), err.refused_by()),
+            (0, Some("circuit breaker"))
+        );
+    });
+    assert_eq!(n, 0, "a refused async call: {n} allocations");
     checks += 1;
 
     clock.sleep_blocking(Duration::from_secs(5));

@@ -76,11 +76,13 @@ pub trait Clock: Clone + fmt::Debug + Send + Sync + 'static {
     ///
     /// A clock that returns `Some` returns it on every call, from every
     /// clone, with the same origin, and the difference of two readings is
-    /// the time `now()` would say passed between them. Time-windowed
+    /// the time `now()` would say passed between them, to within the
+    /// clock's resolution (a few milliseconds at most). Time-windowed
     /// controls ([`RetryBudget`](crate::control::RetryBudget),
-    /// [`AdaptiveThrottle`](crate::control::AdaptiveThrottle)) use it to find
-    /// their slot without `Instant` arithmetic; [`CoarseClock`] and
-    /// [`VirtualClock`] provide it.
+    /// [`AdaptiveThrottle`](crate::control::AdaptiveThrottle), the
+    /// [`CircuitBreaker`](crate::control::CircuitBreaker)) use it to find
+    /// their slot without `Instant` arithmetic; [`CoarseClock`],
+    /// [`VirtualClock`] and, on Linux, [`SystemClock`] provide it.
     ///
     /// ```
     /// use std::time::Duration;
@@ -90,7 +92,8 @@ pub trait Clock: Clone + fmt::Debug + Send + Sync + 'static {
     /// let before = clock.ticks().unwrap();
     /// clock.advance(Duration::from_millis(3));
     /// assert_eq!(clock.ticks().unwrap() - before, 3_000_000);
-    /// assert_eq!(SystemClock.ticks(), None);
+    /// // On Linux: the kernel's coarse monotonic clock.
+    /// assert_eq!(SystemClock.ticks().is_some(), cfg!(target_os = "linux"));
     /// ```
     #[inline]
     fn ticks(&self) -> Option<u64> {

@@ -209,9 +209,8 @@ pub(super) fn refused<S, E>(
     name: Option<&'static str>,
 ) -> RetryError<E> {
     let refused_for = policy.control().and_then(|c| c.refusal_ends_in(by));
-    let err = RetryError::new(StopReason::Throttled, None, 0, Duration::ZERO)
-        .with_refused_by(Some(by))
-        .with_refused_for(refused_for);
+    // Inline, without an allocation: a refusal must cost no more than its answer.
+    let err = RetryError::refused(by).with_refused_for(refused_for);
     match name {
         Some(name) => err.with_name(name),
         None => err,
