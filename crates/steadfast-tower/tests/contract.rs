@@ -305,6 +305,16 @@ async fn a_retryable_response_of_a_request_sent_once_is_returned() {
     assert_eq!(call.await.expect("no panic").expect("a response"), 503);
 }
 
+/// A clone of `mock`, readied (`run` takes a service whose `poll_ready`
+/// said yes).
+async fn readied(mock: &mock::Mock<Buffered, u16>) -> mock::Mock<Buffered, u16> {
+    let mut service = mock.clone();
+    std::future::poll_fn(|cx| service.poll_ready(cx))
+        .await
+        .expect("ready");
+    service
+}
+
 /// `run_reported` tells a retried response that ran out of attempts from a
 /// success, and says when a request was sent once because it could not be
 /// replayed.
@@ -319,10 +329,7 @@ async fn a_reported_run_says_how_the_call_ended() {
     let layer = RetryLayer::new(retry_policy(2))
         .replay(HttpReplay::new(4))
         .classify(classify);
-    let mut service = mock.clone();
-    std::future::poll_fn(|cx| service.poll_ready(cx))
-        .await
-        .expect("ready");
+    let service = readied(&mock).await;
     let call = tokio::spawn(layer.run_reported(service, request("ok")));
     for _ in 0..2 {
         let (_, reply) = handle.next_request().await.expect("an attempt");
@@ -336,10 +343,7 @@ async fn a_reported_run_says_how_the_call_ended() {
     );
 
     // Too big to replay: sent once, and the report says why.
-    let mut service = mock.clone();
-    std::future::poll_fn(|cx| service.poll_ready(cx))
-        .await
-        .expect("ready");
+    let service = readied(&mock).await;
     let call = tokio::spawn(layer.run_reported(service, request("more than four bytes")));
     let (_, reply) = handle.next_request().await.expect("the one attempt");
     reply.send_response(503);
@@ -354,10 +358,7 @@ async fn a_reported_run_says_how_the_call_ended() {
     let hedge = HedgeLayer::new(hedge_policy(3))
         .replay(HttpReplay::new(64))
         .classify(classify);
-    let mut service = mock.clone();
-    std::future::poll_fn(|cx| service.poll_ready(cx))
-        .await
-        .expect("ready");
+    let service = readied(&mock).await;
     let call = tokio::spawn(hedge.run_reported(service, request("ok")));
     let (_, _slow) = handle.next_request().await.expect("copy 1");
     let (_, reply) = handle.next_request().await.expect("copy 2, after 10 ms");
