@@ -338,3 +338,45 @@ fn usage_errors_name_the_flag() {
     assert_eq!(code(&out), 2);
     assert!(stderr(&out).contains("--data-binary"), "{}", stderr(&out));
 }
+
+/// On a terminal, a progress line says what the call waits for while it
+/// waits, redrawn in place, and is cleared before the body is written; off
+/// a terminal (every other test here) there is none. The terminal is a
+/// real pseudo-terminal from util-linux's `script`, with the binary in it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminal_gets_a_progress_line_while_the_call_waits() {
+    let server = Server::start().await;
+    // A 1 s Retry-After: long enough for several redraws (every 100 ms).
+    let url = server.url("/retry-after/1/1");
+    let shown = tokio::task::spawn_blocking(move || {
+        Command::new("script")
+            .args([
+                "-q",
+                "-e",
+                "-c",
+                &format!("{STEADFAST} get {url}"),
+                "/dev/null",
+            ])
+            .output()
+            .expect("util-linux's script runs")
+    })
+    .await
+    .expect("the child finished");
+    assert_eq!(code(&shown), 0, "{}", stderr(&shown));
+    let screen = String::from_utf8_lossy(&shown.stdout);
+    let redraws = screen
+        .matches("\r\x1b[2Ksteadfast get: attempt 1 got 503; waiting ")
+        .count();
+    assert!(redraws >= 3, "{redraws} redraws: {screen:?}");
+    // Cleared, then the body.
+    assert!(screen.ends_with("\r\x1b[2Kok"), "{screen:?}");
+    assert_eq!(server.seen.requests("/retry-after/1/1"), 2);
+
+    // Off a terminal, the same wait (`01` is one second too): the body
+    // alone, nothing on standard error.
+    let out = get(&[&server.url("/retry-after/1/01")]).await;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(out.stdout, b"ok");
+    assert_eq!(stderr(&out), "");
+    assert_eq!(server.seen.requests("/retry-after/1/01"), 2);
+}
