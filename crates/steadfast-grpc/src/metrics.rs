@@ -81,37 +81,35 @@ fn record_nonzero(extra: Extra, method: &str, target: &str) {
 /// The same through the `metrics` facade.
 #[cfg(feature = "metrics")]
 mod facade {
-    use std::sync::Once;
-
     use ::metrics::{Unit, describe_histogram, histogram};
 
     use super::{HEDGES, RETRIES, RETRY_DELAY, TRANSPARENT_RETRIES};
 
-    /// Describes the four histograms to the installed recorder, once.
+    /// Describes the histograms to the installed recorder. On every
+    /// recording (a call that retried or hedged, off the success path), not
+    /// once per process: a recorder installed after the first such call
+    /// still learns the units.
     fn describe() {
-        static ONCE: Once = Once::new();
-        ONCE.call_once(|| {
-            describe_histogram!(
-                RETRIES,
-                Unit::Count,
-                "Number of retries during the client call."
-            );
-            describe_histogram!(
-                TRANSPARENT_RETRIES,
-                Unit::Count,
-                "Number of transparent retries during the client call."
-            );
-            describe_histogram!(
-                HEDGES,
-                Unit::Count,
-                "Number of hedges during the client call."
-            );
-            describe_histogram!(
-                RETRY_DELAY,
-                Unit::Seconds,
-                "Total time of delay while there is no active attempt during the client call."
-            );
-        });
+        describe_histogram!(
+            RETRIES,
+            Unit::Count,
+            "Number of retries during the client call."
+        );
+        describe_histogram!(
+            TRANSPARENT_RETRIES,
+            Unit::Count,
+            "Number of transparent retries during the client call."
+        );
+        describe_histogram!(
+            HEDGES,
+            Unit::Count,
+            "Number of hedges during the client call."
+        );
+        describe_histogram!(
+            RETRY_DELAY,
+            Unit::Seconds,
+            "Total time of delay while there is no active attempt during the client call."
+        );
     }
 
     pub(super) fn retries(method: &str, target: &str, retries: u32, seconds: f64) {

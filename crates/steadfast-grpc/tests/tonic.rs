@@ -514,10 +514,18 @@ async fn the_a96_histograms_reach_the_metrics_facade() {
     retrying.say(say("twice")).await.expect("recovered");
 
     let snapshot = snapshotter.snapshot().into_vec();
+    // Other tests of this binary run at the same time, against servers of
+    // their own: find this test's histograms by their target.
     let find = |name: &str| {
         snapshot
             .iter()
-            .find(|(key, ..)| key.key().name() == name)
+            .find(|(key, ..)| {
+                key.key().name() == name
+                    && key
+                        .key()
+                        .labels()
+                        .any(|l| l.key() == "grpc.target" && l.value() == target)
+            })
             .unwrap_or_else(|| panic!("{name} recorded: {snapshot:?}"))
     };
     let (key, unit, _, value) = find("grpc.client.call.retries");

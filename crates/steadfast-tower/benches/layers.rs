@@ -10,13 +10,13 @@
 
 use std::cell::RefCell;
 use std::convert::Infallible;
-use std::future::{Ready, ready};
+use std::future::{IntoFuture, Ready, ready};
 use std::hint::black_box;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use steadfast::{HedgePolicy, RetryPolicy};
+use steadfast::{Attempt, HedgePolicy, RetryPolicy, Retryable};
 use steadfast_tower::{HedgeLayer, RetryLayer};
 use tower::{Layer, Service, service_fn};
 
@@ -80,6 +80,27 @@ fn success(c: &mut Criterion) {
     let bare = RefCell::new(backend());
     g.bench_function("no layer", |b| {
         b.to_async(&rt).iter(|| call(&bare, black_box(1)));
+    });
+
+    // The floors of a steadfast layer, in the same run: the ambient deadline
+    // every call must honour (one thread-local read, which tower's `Retry`
+    // does not make), and the core's retry future over the same backend,
+    // with no layer (what `RetryLayer` runs; its lean path).
+    g.bench_function("floor: no layer + one ambient-deadline read", |b| {
+        b.to_async(&rt).iter(|| {
+            black_box(steadfast::deadline::current());
+            call(&bare, black_box(1))
+        });
+    });
+    let core_policy: &'static RetryPolicy = Box::leak(Box::new(
+        RetryPolicy::builder().max_attempts(3).build().unwrap(),
+    ));
+    g.bench_function("floor: the core's RetryFuture, no layer", |b| {
+        b.to_async(&rt).iter(|| {
+            (|_: Attempt| ready(Ok::<u64, Infallible>(black_box(1) + 1)))
+                .retry(core_policy)
+                .into_future()
+        });
     });
 
     let tower_retry = RefCell::new(tower::retry::Retry::new(TowerAttempts(3), backend()));

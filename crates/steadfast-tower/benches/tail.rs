@@ -23,8 +23,13 @@
 //!
 //! Also printed: the CPU time of the `steadfast-timer` thread over the run.
 //!
+//! With `HTTP2=1`, every variant's client speaks HTTP/2 to the server (prior
+//! knowledge, one connection): a cancelled copy then resets its stream
+//! instead of closing an HTTP/1 connection that the next calls would have
+//! to open again.
+//!
 //! ```sh
-//! cargo bench -p steadfast-tower --bench tail   # knobs: ROUNDS, QUANTILE, CALLS
+//! cargo bench -p steadfast-tower --bench tail   # knobs: ROUNDS, QUANTILE, CALLS, COPIES, HTTP2
 //! ```
 #![allow(clippy::print_stdout, clippy::unwrap_used, missing_docs)]
 
@@ -41,6 +46,7 @@ use hdrhistogram::Histogram;
 use http::Request;
 use http_body_util::Full;
 use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use steadfast::hedge::AdaptiveDelay;
 use steadfast::{AsyncClock, HedgePolicy};
@@ -59,6 +65,15 @@ fn setting<T: std::str::FromStr>(name: &str, default: T) -> T {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
+}
+
+/// A hyper client over plain TCP: HTTP/1, or HTTP/2 only.
+fn client(http2: bool) -> Client<HttpConnector, Full<Bytes>> {
+    let mut builder = Client::builder(TokioExecutor::new());
+    if http2 {
+        builder.http2_only(true);
+    }
+    builder.build_http()
 }
 
 /// splitmix64 of the seed and the request's arrival number, in [0, 1).
@@ -209,6 +224,7 @@ fn main() {
     // Copies per call for steadfast, counting the first (tower's sends at
     // most one extra).
     let copies: u32 = setting("COPIES", 3);
+    let http2 = setting("HTTP2", 0u8) == 1;
     let (addr, received) = start_server();
     let url = format!("http://{addr}/");
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -225,14 +241,12 @@ fn main() {
                 let before;
                 let (hist, errors) = match *name {
                     "none" => {
-                        let client =
-                            Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+                        let client = client(http2);
                         before = received.load(Ordering::Relaxed);
                         run(calls, || client.clone().oneshot(request(&url))).await
                     }
                     "tower-warm" => {
-                        let client =
-                            Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+                        let client = client(http2);
                         let hedge = std::cell::RefCell::new(tower::hedge::Hedge::new(
                             client,
                             CloneGet,
@@ -249,7 +263,7 @@ fn main() {
                         run(calls, || call_now(&mut *hedge.borrow_mut(), request(&url))).await
                     }
                     cold => {
-                        let client = Client::builder(TokioExecutor::new()).build_http();
+                        let client = client(http2);
                         let delay = Arc::new(
                             AdaptiveDelay::builder(Duration::from_millis(2))
                                 .quantile(quantile)
@@ -282,7 +296,8 @@ fn main() {
     });
     let elapsed = started.elapsed();
     println!(
-        "tail: {calls} calls x {rounds} rounds, {IN_FLIGHT} in flight, quantile {quantile}; medians across rounds"
+        "tail: {calls} calls x {rounds} rounds, {IN_FLIGHT} in flight, quantile {quantile}, HTTP/{}; medians across rounds",
+        if http2 { 2 } else { 1 }
     );
     println!("| variant | p50 (ms) | p99 (ms) | p99.9 (ms) | extra requests | errors |");
     println!("|---|---:|---:|---:|---:|---:|");
