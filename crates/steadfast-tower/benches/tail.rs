@@ -68,7 +68,11 @@ fn setting<T: std::str::FromStr>(name: &str, default: T) -> T {
 }
 
 /// A hyper client over plain TCP: HTTP/1, or HTTP/2 only.
-fn client(http2: bool) -> Client<HttpConnector, Full<Bytes>> {
+fn client<B>(http2: bool) -> Client<HttpConnector, B>
+where
+    B: http_body::Body + Send,
+    B::Data: Send,
+{
     let mut builder = Client::builder(TokioExecutor::new());
     if http2 {
         builder.http2_only(true);
@@ -241,12 +245,12 @@ fn main() {
                 let before;
                 let (hist, errors) = match *name {
                     "none" => {
-                        let client = client(http2);
+                        let client = client::<Full<Bytes>>(http2);
                         before = received.load(Ordering::Relaxed);
                         run(calls, || client.clone().oneshot(request(&url))).await
                     }
                     "tower-warm" => {
-                        let client = client(http2);
+                        let client = client::<Full<Bytes>>(http2);
                         let hedge = std::cell::RefCell::new(tower::hedge::Hedge::new(
                             client,
                             CloneGet,
