@@ -19,7 +19,10 @@
 //!   measured from its very first call; up to `COPIES` copies (default 3:
 //!   a copy that itself draws a slow reply gets a copy too);
 //! - `steadfast-tokio`: the same on tokio's clock, to show what the 1 ms
-//!   timer tick costs.
+//!   timer tick costs;
+//! - `floor (all fast, none)`: the hyper client alone against a route whose
+//!   every reply takes 1 ms: the tail the machine gives a 1 ms call by
+//!   itself, below which no hedging can go.
 //!
 //! Also printed: the CPU time of the `steadfast-timer` thread over the run.
 //!
@@ -102,17 +105,30 @@ fn start_server() -> (std::net::SocketAddr, Arc<AtomicU64>) {
             .unwrap();
         rt.block_on(async move {
             let clock = PreciseClock::new().unwrap();
-            let router = Router::new().route(
-                "/",
-                get(move || {
-                    let n = counter.fetch_add(1, Ordering::Relaxed);
-                    let latency = if draw(n) < SLOW_SHARE { SLOW } else { FAST };
-                    async move {
-                        clock.sleep(latency).await;
-                        "ok"
-                    }
-                }),
-            );
+            let fast_counter = Arc::clone(&counter);
+            let router = Router::new()
+                .route(
+                    "/",
+                    get(move || {
+                        let n = counter.fetch_add(1, Ordering::Relaxed);
+                        let latency = if draw(n) < SLOW_SHARE { SLOW } else { FAST };
+                        async move {
+                            clock.sleep(latency).await;
+                            "ok"
+                        }
+                    }),
+                )
+                // Every reply fast: the floor variant's server.
+                .route(
+                    "/fast",
+                    get(move || {
+                        fast_counter.fetch_add(1, Ordering::Relaxed);
+                        async move {
+                            clock.sleep(FAST).await;
+                            "ok"
+                        }
+                    }),
+                );
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             tx.send(listener.local_addr().unwrap()).unwrap();
             axum::serve(listener, router).await.unwrap();
@@ -236,7 +252,14 @@ fn main() {
         .build()
         .unwrap();
     let cpu_before = timer_thread_cpu();
-    let names = ["none", "tower-warm", "steadfast-cold", "steadfast-tokio"];
+    let fast_url = format!("http://{addr}/fast");
+    let names = [
+        "none",
+        "tower-warm",
+        "steadfast-cold",
+        "steadfast-tokio",
+        "floor (all fast, none)",
+    ];
     let mut all: Vec<Vec<Figures>> = vec![Vec::new(); names.len()];
     let started = Instant::now();
     rt.block_on(async {
@@ -248,6 +271,14 @@ fn main() {
                         let client = client::<Full<Bytes>>(http2);
                         before = received.load(Ordering::Relaxed);
                         run(calls, || client.clone().oneshot(request(&url))).await
+                    }
+                    // No slow replies and no hedging: the tail this machine
+                    // gives a 1 ms call by itself, below which no hedger
+                    // can bring the p99.9.
+                    "floor (all fast, none)" => {
+                        let client = client::<Full<Bytes>>(http2);
+                        before = received.load(Ordering::Relaxed);
+                        run(calls, || client.clone().oneshot(request(&fast_url))).await
                     }
                     "tower-warm" => {
                         let client = client::<Full<Bytes>>(http2);
