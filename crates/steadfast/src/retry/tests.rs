@@ -1187,3 +1187,106 @@ proptest::proptest! {
         }
     }
 }
+
+/// What an attempt of the report property's script answers and how the
+/// classifier judges it.
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    Ok200,
+    Ok503,
+    Err,
+    ErrHint(u64),
+    Fatal,
+    Forbid,
+}
+
+fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+    use proptest::prelude::*;
+    prop_oneof![
+        Just(Step::Ok200),
+        Just(Step::Ok503),
+        Just(Step::Err),
+        (0u64..5).prop_map(Step::ErrHint),
+        Just(Step::Fatal),
+        Just(Step::Forbid),
+    ]
+}
+
+proptest::proptest! {
+    /// The report agrees with what happened, in both executors: its attempts
+    /// are the operation's calls, its stop is `None` exactly when the last
+    /// outcome was judged a success, its result is the plain executor's, and
+    /// its wait is the sum of the waits taken.
+    #[test]
+    fn a_report_tells_what_happened(
+        script in proptest::collection::vec(step(), 1..8),
+        attempts in 1u32..8,
+        deadline_s in proptest::option::of(1u64..30),
+    ) {
+        let answer = |n: u32| script[((n - 1) as usize).min(script.len() - 1)];
+        let classify = move |r: &Result<u16, (u32, Step)>| match r {
+            Ok(200) => Verdict::Success,
+            Ok(_) => Verdict::Retry,
+            Err((_, Step::ErrHint(s))) => Verdict::RetryAfter(secs(*s)),
+            Err((_, Step::Fatal)) => Verdict::Stop,
+            Err((_, Step::Forbid)) => Verdict::StopSending,
+            Err(_) => Verdict::Retry,
+        };
+        let op = move |a: Attempt| match answer(a.number) {
+            Step::Ok200 => Ok(200),
+            Step::Ok503 => Ok(503),
+            other => Err((a.number, other)),
+        };
+        let mut builder = RetryPolicy::with_schedule(Fixed(vec![secs(1), secs(2), secs(4), secs(8), secs(16), secs(32), secs(64)]))
+            .max_attempts(attempts);
+        if let Some(s) = deadline_s {
+            builder = builder.max_elapsed(secs(s));
+        }
+        let policy = builder.build().unwrap();
+
+        let clock = VirtualClock::new();
+        let t0 = clock.now();
+        let mut calls = 0u32;
+        let mut waits = Duration::ZERO;
+        let report = (|a: Attempt| { calls += 1; op(a) })
+            .retry_blocking(&policy)
+            .classify(classify)
+            .notify(|n: &Notice<(u32, Step)>| waits += n.wait)
+            .clock(clock.clone())
+            .report()
+            .call();
+        let plain = (|a: Attempt| op(a))
+            .retry_blocking(&policy)
+            .classify(classify)
+            .clock(VirtualClock::new())
+            .call();
+        proptest::prop_assert_eq!(report.attempts, calls);
+        proptest::prop_assert_eq!(report.waited, waits);
+        proptest::prop_assert_eq!(clock.now() - t0, waits, "the waits taken are the waits reported");
+        let last_succeeded = classify(&op(Attempt::new(calls))) == Verdict::Success;
+        proptest::prop_assert_eq!(report.stop.is_none(), last_succeeded);
+        proptest::prop_assert_eq!(report.succeeded(), last_succeeded);
+        match (&report.result, &plain) {
+            (Ok(a), Ok(b)) => proptest::prop_assert_eq!(a, b),
+            (Err(a), Err(b)) => {
+                proptest::prop_assert_eq!(a.reason(), b.reason());
+                proptest::prop_assert_eq!(Some(a.reason()), report.stop);
+                proptest::prop_assert_eq!(a.attempts(), calls);
+            }
+            _ => proptest::prop_assert!(false, "report {:?} vs plain {:?}", report.result, plain),
+        }
+
+        // The async executor reports the same, on a virtual clock.
+        let async_report = futures::executor::block_on(
+            (|a: Attempt| std::future::ready(op(a)))
+                .retry(&policy)
+                .classify(classify)
+                .clock(VirtualClock::new())
+                .report()
+                .into_future(),
+        );
+        proptest::prop_assert_eq!(async_report.attempts, report.attempts);
+        proptest::prop_assert_eq!(async_report.stop, report.stop);
+        proptest::prop_assert_eq!(async_report.waited, report.waited);
+    }
+}
