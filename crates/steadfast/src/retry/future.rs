@@ -294,20 +294,22 @@ where
                     };
                 }
                 FirstProj::Unpolled => {
-                    first.set(First::Over);
                     if core.policy.as_policy().is_lean()
                         && core.deadline.is_none()
                         && crate::deadline::current().is_none()
                     {
                         // The lean path: no control to ask, no time limit;
-                        // no per-call state until something fails.
+                        // no per-call state until something fails. One
+                        // write of the stage: straight to the attempt.
                         if core.is_cancelled() {
+                            first.set(First::Over);
                             return Poll::Ready(finish::<O, T, E>(core.cancelled_lean(false)));
                         }
                         let attempt = core.op.attempt(Attempt::new(1));
                         first.set(First::Polling { attempt });
                         continue;
                     }
+                    first.set(First::Over);
                     return core
                         .begin(this.running, cx)
                         .map(|(r, e)| O::finish(r, || e));
