@@ -5,20 +5,19 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use pin_project_lite::pin_project;
-use steadfast::retry::{AsPolicy, Finish, Plain, Report, Reported, RetryFuture, Retryable};
+use steadfast::retry::{AsPolicy, Finish, Plain, RetryFuture, Retryable};
 use steadfast::{AsyncClock, Classify};
 use tower_service::Service;
 
 use super::RetryLayer;
 use crate::attempt::{AttemptFuture, Attempts, Payload};
 use crate::policy::{CallPolicy, PolicyFor};
-use crate::prepare::{Stages, Start};
+use crate::prepare::{SentOnce, Stages, Start};
 use crate::replay::{Prepared, Replay};
 
-/// The core's retry future, run over the layer's attempts. It always
-/// reports (free on the success path), so that a request sent once can say
-/// so in the report too; the caller gets the form it chose.
-type Run<S, Req, P, K, R, C> = RetryFuture<
+/// The core's retry future, run over the layer's attempts, with the output
+/// form the caller chose (`O`: the `Result`, or the whole report).
+type Run<S, Req, P, K, R, C, O> = RetryFuture<
     Attempts<S, R, Req>,
     AttemptFuture<S, <R as Replay<Req>>::Request>,
     CallPolicy<P>,
@@ -27,21 +26,21 @@ type Run<S, Req, P, K, R, C> = RetryFuture<
     C,
     <S as Service<<R as Replay<Req>>::Request>>::Response,
     <S as Service<<R as Replay<Req>>::Request>>::Error,
-    Reported,
+    O,
 >;
 
 /// What a call needs once its request is prepared.
-pub(crate) struct Setup<S, Req, P: AsPolicy, K, R, C> {
+pub(crate) struct Setup<S, Req, P: AsPolicy, K, R, C, O> {
     service: S,
     policy: PolicyFor<P>,
     classify: K,
     replay: R,
     clock: C,
     name: Option<&'static str>,
-    _request: PhantomData<fn(Req)>,
+    _request: PhantomData<fn(Req) -> O>,
 }
 
-impl<S, Req, P, K, R, C> Start<R::Source, R::Request> for Setup<S, Req, P, K, R, C>
+impl<S, Req, P, K, R, C, O> Start<R::Source, R::Request> for Setup<S, Req, P, K, R, C, O>
 where
     R: Replay<Req>,
     S: Service<R::Request> + Clone,
@@ -49,8 +48,9 @@ where
     P::Schedule: Clone,
     K: Classify<S::Response, S::Error>,
     C: AsyncClock,
+    O: Finish<S::Response, S::Error>,
 {
-    type Run = Run<S, Req, P, K, R, C>;
+    type Run = Run<S, Req, P, K, R, C, O>;
 
     #[inline]
     fn start(self, prepared: Prepared<R::Source, R::Request>) -> Self::Run {
@@ -61,7 +61,7 @@ where
             .retry(policy)
             .with_classifier(setup.classify)
             .clock(setup.clock)
-            .report();
+            .output::<O>();
         match setup.name {
             Some(name) => retry.name(name).into_future(),
             None => retry.into_future(),
@@ -84,8 +84,7 @@ pin_project! {
         C: AsyncClock,
     {
         #[pin]
-        stages: Stages<R::Prepare, Setup<S, Req, P, K, R, C>, Run<S, Req, P, K, R, C>>,
-        output: PhantomData<fn() -> O>,
+        stages: Stages<R::Prepare, Setup<S, Req, P, K, R, C, O>, Run<S, Req, P, K, R, C, O>>,
     }
 }
 
@@ -97,6 +96,7 @@ where
     P::Schedule: Clone,
     K: Classify<S::Response, S::Error> + Clone,
     C: AsyncClock,
+    O: Finish<S::Response, S::Error>,
 {
     #[inline]
     pub(super) fn new(service: S, layer: &RetryLayer<P, K, R, C>, request: Req) -> Self {
@@ -112,7 +112,6 @@ where
         };
         Self {
             stages: Stages::new(preparing, setup),
-            output: PhantomData,
         }
     }
 }
@@ -140,14 +139,12 @@ where
     K: Classify<S::Response, S::Error>,
     C: AsyncClock,
     O: Finish<S::Response, S::Error>,
+    O::Output: SentOnce,
 {
     type Output = O::Output;
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.project()
-            .stages
-            .poll(cx)
-            .map(|report: Report<S::Response, S::Error>| O::from_report(report))
+        self.project().stages.poll(cx)
     }
 }

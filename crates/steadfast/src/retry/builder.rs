@@ -221,6 +221,29 @@ impl<F, P, K, N, C, O> Retry<F, P, K, N, C, O> {
     /// # }
     /// ```
     pub fn report(self) -> Retry<F, P, K, N, C, Reported> {
+        self.output()
+    }
+
+    /// Chooses the output form by type: [`Plain`] (the `Result`) or
+    /// [`Reported`] (a [`Report`](super::Report)); [`report`](Self::report)
+    /// is `output::<Reported>()`. For code generic over the form, such as a
+    /// tower layer that hands its caller the form the caller chose.
+    ///
+    /// ```
+    /// use steadfast::retry::{Plain, Retryable};
+    /// use steadfast::{Attempt, RetryPolicy};
+    /// # futures::executor::block_on(async {
+    /// let policy = RetryPolicy::builder().build()?;
+    /// let value = (|_: Attempt| async { Ok::<_, ()>(7) })
+    ///     .retry(&policy)
+    ///     .clock(steadfast::clock::VirtualClock::new())
+    ///     .output::<Plain>()
+    ///     .await;
+    /// assert_eq!(value, Ok(7));
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn output<O2>(self) -> Retry<F, P, K, N, C, O2> {
         Retry {
             op: self.op,
             policy: self.policy,
