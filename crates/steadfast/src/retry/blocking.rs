@@ -1,7 +1,7 @@
 use std::future::Ready;
 use std::time::Duration;
 
-use super::report::Ending;
+use super::report::{Ended, Ending, ended_early};
 use super::{AsPolicy, Attempt, Finish, Notice, Notify, Retry, cancel_reason, conclude};
 use crate::hedge::AttemptSet;
 use crate::{
@@ -9,21 +9,13 @@ use crate::{
     StopReason, Verdict,
 };
 
-/// A call's result and how it ended.
-type Ended<T, E> = (Result<T, RetryError<E>>, Ending);
-
 /// The result with the ending `state` and `stop` describe.
 fn ended<T, E>(
     result: Result<T, RetryError<E>>,
     state: &CallState,
     stop: Option<StopReason>,
 ) -> Ended<T, E> {
-    let ending = Ending {
-        attempts: state.attempts(),
-        stop,
-        waited: state.waited(),
-    };
-    (result, ending)
+    (result, Ending::of_call(state, stop))
 }
 
 impl<F, P, K, N, C, O, T, E> Retry<F, P, K, N, C, O>
@@ -101,11 +93,7 @@ where
         } else {
             match policy.admit_and_start(clock, self.options.deadline) {
                 Ok(state) => state,
-                Err(refusal) => {
-                    let result = Err(refused(policy, refusal.by, name));
-                    let ending = Ending::of(&result);
-                    return (result, ending);
-                }
+                Err(refusal) => return ended_early(Err(refused(policy, refusal.by, name))),
             }
         };
         let mut last: Option<Result<T, E>> = None;

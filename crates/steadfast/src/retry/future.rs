@@ -10,7 +10,7 @@ use std::time::Duration;
 use pin_project_lite::pin_project;
 
 use super::blocking::{attempt_deadline, refused};
-use super::report::Ending;
+use super::report::{Ended, Ending, ended_early};
 use super::{
     AsPolicy, Attempt, Finish, Notice, Notify, Operation, Plain, Retry, cancel_reason, conclude,
 };
@@ -188,9 +188,6 @@ enum Phase {
 
 /// What a step of the running stage gives: the result once the call ends.
 type Stepped<T, E> = Poll<Result<T, RetryError<E>>>;
-
-/// A call's result and how it ended.
-type Ended<T, E> = (Result<T, RetryError<E>>, Ending);
 
 /// What the running stage gives: the result and the ending once it ends.
 type Output<T, E> = Poll<Ended<T, E>>;
@@ -659,22 +656,12 @@ where
 
 /// How a call with a running stage ended.
 fn ending<Fut, S, H, T, E>(run: &RunningProj<'_, Fut, S, H, T, E>) -> Ending {
-    Ending {
-        attempts: run.call.attempts(),
-        stop: *run.stop,
-        waited: run.call.waited(),
-    }
-}
-
-/// A call that ended before it had a running stage.
-fn ended_early<T, E>(result: Result<T, RetryError<E>>) -> Ended<T, E> {
-    let ending = Ending::of(&result);
-    (result, ending)
+    Ending::of_call(run.call, *run.stop)
 }
 
 /// The output of a call that ended before it had a running stage.
 #[cold]
 fn finish<O: Finish<T, E>, T, E>(result: Result<T, RetryError<E>>) -> O::Output {
-    let ending = Ending::of(&result);
+    let (result, ending) = ended_early(result);
     O::finish(result, || ending)
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::{RetryError, StopReason};
+use crate::{CallState, RetryError, StopReason};
 
 /// A retried call's result together with how it ended: made by
 /// [`Retry::report`](super::Retry::report).
@@ -88,6 +88,16 @@ impl Ending {
         waited: Duration::ZERO,
     };
 
+    /// A call that ended after `call`'s attempts and waits, stopping for
+    /// `stop` (`None`: a success).
+    pub(crate) fn of_call(call: &CallState, stop: Option<StopReason>) -> Self {
+        Self {
+            attempts: call.attempts(),
+            stop,
+            waited: call.waited(),
+        }
+    }
+
     /// A call that ended before it had per-call state: a success at the
     /// first attempt, or the error says the rest.
     pub(crate) fn of<T, E>(result: &Result<T, RetryError<E>>) -> Self {
@@ -100,6 +110,15 @@ impl Ending {
             },
         }
     }
+}
+
+/// A call's result and how it ended, as the executors pass them up.
+pub(crate) type Ended<T, E> = (Result<T, RetryError<E>>, Ending);
+
+/// A call that ended before it had per-call state, with its ending.
+pub(crate) fn ended_early<T, E>(result: Result<T, RetryError<E>>) -> Ended<T, E> {
+    let ending = Ending::of(&result);
+    (result, ending)
 }
 
 pub(crate) mod sealed {
