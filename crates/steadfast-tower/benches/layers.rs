@@ -70,6 +70,22 @@ impl tower::hedge::Policy<u64> for CloneAll {
     }
 }
 
+/// A service's future whose output is widened to the `Result` a steadfast
+/// layer gives (`RetryError` is larger than `Infallible`): what returning
+/// that output alone costs.
+struct Widen<F>(F);
+
+impl<F: std::future::Future<Output = Result<u64, Infallible>> + Unpin> std::future::Future
+    for Widen<F>
+{
+    type Output = Result<u64, steadfast::RetryError<Infallible>>;
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.0)
+            .poll(cx)
+            .map(|r| r.map_err(|e| match e {}))
+    }
+}
+
 fn success(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -92,6 +108,12 @@ fn success(c: &mut Criterion) {
             call(&bare, black_box(1))
         });
     });
+    g.bench_function(
+        "floor: no layer, output as wide as a RetryError result",
+        |b| {
+            b.to_async(&rt).iter(|| Widen(call(&bare, black_box(1))));
+        },
+    );
     let core_policy: &'static RetryPolicy = Box::leak(Box::new(
         RetryPolicy::builder().max_attempts(3).build().unwrap(),
     ));

@@ -122,10 +122,15 @@ where
 
 impl<S, R: Replay<Req>, Req> Attempts<S, R, Req> {
     #[inline]
-    pub(crate) fn new(service: S, replay: R, payload: Payload<R::Source, R::Request>) -> Self {
+    pub(crate) fn new(
+        service: S,
+        replay: R,
+        payload: Payload<R::Source, R::Request>,
+        ready: bool,
+    ) -> Self {
         Self {
             service,
-            ready: true,
+            ready,
             replay,
             payload,
             _request: PhantomData,

@@ -17,6 +17,9 @@ use crate::replay::{Prepared, Preparing};
 pub(crate) struct RetryPolicies<P: AsPolicy> {
     shared: P,
     once: Arc<RetryPolicy<P::Schedule>>,
+    /// `shared.as_policy().is_lean()`, kept here (a policy does not change
+    /// once built), so the hot path reads it without following the pointer.
+    lean: bool,
 }
 
 impl<P: AsPolicy> RetryPolicies<P>
@@ -34,9 +37,25 @@ where
                 .unwrap_or_else(|_| p.clone())
         };
         Self {
+            lean: policy.as_policy().is_lean(),
             shared: policy,
             once: Arc::new(once),
         }
+    }
+}
+
+impl<P: AsPolicy> RetryPolicies<P> {
+    /// Whether a replayable request's call is lean (see
+    /// [`RetryPolicy::is_lean`]).
+    #[inline]
+    pub(crate) fn is_lean(&self) -> bool {
+        self.lean
+    }
+
+    /// The policy for calls whose request is replayable.
+    #[inline]
+    pub(crate) fn shared(&self) -> &P {
+        &self.shared
     }
 }
 
@@ -62,6 +81,7 @@ impl<P: AsPolicy + Clone> Clone for RetryPolicies<P> {
         Self {
             shared: self.shared.clone(),
             once: Arc::clone(&self.once),
+            lean: self.lean,
         }
     }
 }

@@ -87,6 +87,12 @@ pin_project! {
 }
 
 impl<P, S, R> Stages<P, S, R> {
+    /// A call of a replayable request whose run is under way already.
+    #[inline]
+    pub(crate) fn running(run: R) -> Self {
+        Self::Running { run, once: None }
+    }
+
     /// Starts at once when the request is prepared already (a `Clone`
     /// request, a body-less one), else once it is.
     #[inline]

@@ -246,6 +246,40 @@ async fn the_attempt_sequence_follows_the_policy() {
     ));
 }
 
+/// A lean call (no deadline anywhere) makes its first attempt through the
+/// service's own future; under an ambient deadline the same layer runs the
+/// whole call in the core, which ends an attempt that outlives it.
+#[tokio::test(start_paused = true)]
+async fn an_ambient_deadline_bounds_even_the_first_attempt() {
+    let (mock, mut handle) = mock::pair::<u32, u16>();
+    let service = RetryLayer::new(retry_policy(3)).layer(mock);
+    handle.allow(10);
+    let start = tokio::time::Instant::now();
+    let deadline = steadfast::Deadline::after(start.into_std(), ms(250));
+    let call = tokio::spawn(steadfast::deadline::scope_async(
+        deadline,
+        service.clone().oneshot(1),
+    ));
+    // The first attempt hangs; the deadline, not the service, ends it.
+    let (_, _hung) = handle.next_request().await.expect("attempt 1");
+    let err = tokio::time::timeout(Duration::from_secs(10), call)
+        .await
+        .expect("the deadline ends the call, not the test's timeout")
+        .expect("no panic")
+        .expect_err("past the deadline");
+    assert_eq!(err.reason(), StopReason::Deadline);
+    assert_eq!(start.elapsed(), ms(250));
+
+    // Without one, the lean path: a failed first attempt is retried by the
+    // core after the backoff, and the call succeeds.
+    let call = tokio::spawn(service.oneshot(2));
+    let (_, reply) = handle.next_request().await.expect("attempt 1");
+    reply.send_error("503");
+    let (_, reply) = handle.next_request().await.expect("attempt 2");
+    reply.send_response(200);
+    assert_eq!(call.await.expect("no panic").expect("success"), 200);
+}
+
 /// A body over the replay limit is sent once and never retried; the error
 /// says why.
 #[tokio::test(start_paused = true)]

@@ -55,7 +55,7 @@ where
     fn start(self, prepared: Prepared<R::Source, R::Request>) -> Self::Run {
         let (payload, replayable) = Payload::from_prepared(prepared);
         let policy = self.policy.for_call(replayable);
-        let hedge = Attempts::new(self.service, self.replay, payload)
+        let hedge = Attempts::new(self.service, self.replay, payload, true)
             .hedge(policy)
             .with_classifier(self.classify)
             .clock(self.clock)

@@ -5,15 +5,15 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use pin_project_lite::pin_project;
-use steadfast::retry::{AsPolicy, Finish, Plain, RetryFuture, Retryable};
-use steadfast::{AsyncClock, Classify};
+use steadfast::retry::{AsPolicy, Finish, Plain, Retry, RetryFuture, Retryable};
+use steadfast::{AsyncClock, Attempt, Classify, Verdict};
 use tower_service::Service;
 
 use super::RetryLayer;
 use crate::attempt::{AttemptFuture, Attempts, Payload};
 use crate::policy::{CallPolicy, PolicyFor};
 use crate::prepare::{SentOnce, Stages, Start};
-use crate::replay::{Prepared, Replay};
+use crate::replay::{Prepared, Preparing, Replay};
 
 /// The core's retry future, run over the layer's attempts, with the output
 /// form the caller chose (`O`: the `Result`, or the whole report).
@@ -29,6 +29,23 @@ type Run<S, Req, P, K, R, C, O> = RetryFuture<
     O,
 >;
 
+/// What a lean call's future holds besides its first attempt: no more
+/// than it needs, so that it stays small.
+pub(crate) struct Lean<S, P, K, R, C, Src> {
+    service: S,
+    policy: P,
+    classify: K,
+    replay: R,
+    clock: C,
+    name: Option<&'static str>,
+    source: Src,
+}
+
+/// A call run by the core: its request being prepared, then the core's
+/// retry future.
+type Staged<S, Req, P, K, R, C, O> =
+    Stages<<R as Replay<Req>>::Prepare, Setup<S, Req, P, K, R, C, O>, Run<S, Req, P, K, R, C, O>>;
+
 /// What a call needs once its request is prepared.
 pub(crate) struct Setup<S, Req, P: AsPolicy, K, R, C, O> {
     service: S,
@@ -38,6 +55,54 @@ pub(crate) struct Setup<S, Req, P: AsPolicy, K, R, C, O> {
     clock: C,
     name: Option<&'static str>,
     _request: PhantomData<fn(Req) -> O>,
+}
+
+impl<S, Req, P: AsPolicy, K: Clone, R: Clone, C: Clone, O> Setup<S, Req, P, K, R, C, O> {
+    #[inline]
+    fn new(service: S, layer: &RetryLayer<P, K, R, C>, policy: PolicyFor<P>) -> Self {
+        Self {
+            service,
+            policy,
+            classify: layer.classify.clone(),
+            replay: layer.replay.clone(),
+            clock: layer.clock.clone(),
+            name: layer.name,
+            _request: PhantomData,
+        }
+    }
+}
+
+impl<S, Req, P, K, R, C, O> Setup<S, Req, P, K, R, C, O>
+where
+    R: Replay<Req>,
+    S: Service<R::Request> + Clone,
+    P: AsPolicy,
+    P::Schedule: Clone,
+    K: Classify<S::Response, S::Error>,
+    C: AsyncClock,
+    O: Finish<S::Response, S::Error>,
+{
+    /// The core's call over the layer's attempts; `called`: the service was
+    /// called for the first attempt already (the next attempt readies it
+    /// again).
+    #[inline]
+    fn retry(
+        self,
+        payload: Payload<R::Source, R::Request>,
+        replayable: bool,
+        called: bool,
+    ) -> Retry<Attempts<S, R, Req>, CallPolicy<P>, K, (), C, O> {
+        let policy = self.policy.decide(replayable);
+        let retry = Attempts::new(self.service, self.replay, payload, !called)
+            .retry(policy)
+            .with_classifier(self.classify)
+            .clock(self.clock)
+            .output::<O>();
+        match self.name {
+            Some(name) => retry.name(name),
+            None => retry,
+        }
+    }
 }
 
 impl<S, Req, P, K, R, C, O> Start<R::Source, R::Request> for Setup<S, Req, P, K, R, C, O>
@@ -54,27 +119,55 @@ where
 
     #[inline]
     fn start(self, prepared: Prepared<R::Source, R::Request>) -> Self::Run {
-        let setup = self;
         let (payload, replayable) = Payload::from_prepared(prepared);
-        let policy = setup.policy.decide(replayable);
-        let retry = Attempts::new(setup.service, setup.replay, payload)
-            .retry(policy)
-            .with_classifier(setup.classify)
-            .clock(setup.clock)
-            .output::<O>();
-        match setup.name {
-            Some(name) => retry.name(name).into_future(),
-            None => retry.into_future(),
-        }
+        self.retry(payload, replayable, false).into_future()
+    }
+}
+
+impl<S, P, K, R, C, Src> Lean<S, P, K, R, C, Src> {
+    /// The core takes over from a first attempt that did not succeed.
+    fn resume<Req, O>(
+        self,
+        outcome: Result<S::Response, S::Error>,
+        verdict: Verdict,
+    ) -> Run<S, Req, P, K, R, C, O>
+    where
+        R: Replay<Req, Source = Src>,
+        S: Service<R::Request> + Clone,
+        P: AsPolicy,
+        P::Schedule: Clone,
+        K: Classify<S::Response, S::Error>,
+        C: AsyncClock,
+        O: Finish<S::Response, S::Error>,
+    {
+        let setup: Setup<S, Req, P, K, R, C, O> = Setup {
+            service: self.service,
+            policy: PolicyFor::Decided(CallPolicy::Shared(self.policy)),
+            classify: self.classify,
+            replay: self.replay,
+            clock: self.clock,
+            name: self.name,
+            _request: PhantomData,
+        };
+        setup
+            .retry(Payload::Replayable(self.source), true, true)
+            .after_first_attempt(outcome, verdict)
     }
 }
 
 pin_project! {
-    /// The future of a [`RetryService`](super::RetryService) call: prepares
-    /// the request for replay, then runs the core's retry future.
+    /// The future of a [`RetryService`](super::RetryService) call.
+    ///
+    /// A lean call (a replayable request, a [lean](steadfast::RetryPolicy::is_lean)
+    /// policy, no ambient deadline) is the service's own future for its first
+    /// attempt, and one classification of the outcome: the core's retry
+    /// future is made only if that attempt does not succeed, and takes over
+    /// from its outcome ([`Retry::after_first_attempt`]). Any other call
+    /// prepares the request for replay, then runs the core's retry future
+    /// from the start.
     ///
     /// It resolves to the call's `Result` (`O` = [`Plain`], the default) or,
-    /// from [`RetryLayer::run_reported`], to the core's [`Report`].
+    /// from [`RetryLayer::run_reported`], to the core's [`Report`](steadfast::Report).
     #[must_use = "futures do nothing unless polled"]
     pub struct ResponseFuture<S, Req, P, K, R, C, O = Plain>
     where
@@ -84,7 +177,31 @@ pin_project! {
         C: AsyncClock,
     {
         #[pin]
-        stages: Stages<R::Prepare, Setup<S, Req, P, K, R, C, O>, Run<S, Req, P, K, R, C, O>>,
+        path: Path<S, Req, P, K, R, C, O>,
+    }
+}
+
+pin_project! {
+    #[project = PathProj]
+    enum Path<S, Req, P, K, R, C, O>
+    where
+        R: Replay<Req>,
+        S: Service<R::Request>,
+        P: AsPolicy,
+        C: AsyncClock,
+    {
+        /// A lean call's first attempt, and what the core needs should it
+        /// not succeed (`None` once the call is over).
+        Lean {
+            #[pin]
+            attempt: S::Future,
+            rest: Option<Lean<S, P, K, R, C, R::Source>>,
+        },
+        /// The core's retry future, from the start or after the first
+        /// attempt: on the heap, so that a lean call's future stays small.
+        Core {
+            stages: Pin<Box<Staged<S, Req, P, K, R, C, O>>>,
+        },
     }
 }
 
@@ -100,18 +217,43 @@ where
 {
     #[inline]
     pub(super) fn new(service: S, layer: &RetryLayer<P, K, R, C>, request: Req) -> Self {
-        let preparing = layer.replay.prepare(request);
-        let setup = Setup {
-            service,
-            policy: layer.policy.for_call(&preparing),
-            classify: layer.classify.clone(),
-            replay: layer.replay.clone(),
-            clock: layer.clock.clone(),
-            name: layer.name,
-            _request: PhantomData,
+        let path = match layer.replay.prepare(request) {
+            Preparing::Done(Prepared::Replayable(source))
+                if layer.policy.is_lean() && steadfast::deadline::current().is_none() =>
+            {
+                // The readied service makes the first attempt; the future
+                // keeps it for the retries, which ready it again.
+                let mut service = service;
+                let attempt = service.call(layer.replay.replay(&source, &Attempt::new(1)));
+                Path::Lean {
+                    attempt,
+                    rest: Some(Lean {
+                        service,
+                        policy: layer.policy.shared().clone(),
+                        classify: layer.classify.clone(),
+                        replay: layer.replay.clone(),
+                        clock: layer.clock.clone(),
+                        name: layer.name,
+                        source,
+                    }),
+                }
+            }
+            preparing => Self::staged(service, layer, preparing),
         };
-        Self {
-            stages: Stages::new(preparing, setup),
+        Self { path }
+    }
+
+    /// Any call but a lean one: the core runs it from the start (out of
+    /// line, so that the lean path stays small enough to inline).
+    #[inline(never)]
+    fn staged(
+        service: S,
+        layer: &RetryLayer<P, K, R, C>,
+        preparing: Preparing<R::Prepare, R::Source, R::Request>,
+    ) -> Path<S, Req, P, K, R, C, O> {
+        let policy = layer.policy.for_call(&preparing);
+        Path::Core {
+            stages: Box::pin(Stages::new(preparing, Setup::new(service, layer, policy))),
         }
     }
 }
@@ -124,9 +266,13 @@ where
     C: AsyncClock,
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ResponseFuture")
-            .field("stage", &self.stages)
-            .finish_non_exhaustive()
+        let mut s = f.debug_struct("ResponseFuture");
+        match &self.path {
+            Path::Lean { rest: Some(_), .. } => s.field("stage", &"first attempt (lean)"),
+            Path::Lean { rest: None, .. } => s.field("stage", &"done"),
+            Path::Core { stages } => s.field("stage", &**stages),
+        };
+        s.finish_non_exhaustive()
     }
 }
 
@@ -145,6 +291,33 @@ where
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.project().stages.poll(cx)
+        let mut path = self.project().path;
+        loop {
+            match path.as_mut().project() {
+                PathProj::Lean { attempt, rest } => {
+                    let Some(lean) = rest.as_ref() else {
+                        panic!("a layer's response future was polled after it completed");
+                    };
+                    let outcome = std::task::ready!(attempt.poll(cx));
+                    let verdict = lean.classify.classify(&outcome);
+                    let outcome = match outcome {
+                        Ok(value) if verdict == Verdict::Success => {
+                            // Over: dropped in place (not moved out).
+                            *rest = None;
+                            return Poll::Ready(O::first_success(value));
+                        }
+                        outcome => outcome,
+                    };
+                    let Some(lean) = rest.take() else {
+                        unreachable!("checked above");
+                    };
+                    let run = lean.resume::<Req, O>(outcome, verdict);
+                    path.set(Path::Core {
+                        stages: Box::pin(Stages::running(run)),
+                    });
+                }
+                PathProj::Core { stages } => return stages.as_mut().poll(cx),
+            }
+        }
     }
 }

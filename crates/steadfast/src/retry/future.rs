@@ -181,6 +181,10 @@ impl<Fut, S, H, T, E> Running<Fut, S, H, T, E> {
 /// Where the running stage is; the futures it drives live in its pinned slots.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
+    /// An outcome (in `last`) the caller's own first attempt gave, with its
+    /// verdict, for the policy to decide on (after
+    /// [`Retry::after_first_attempt`]).
+    Decide(Verdict),
     Attempt,
     Notify(Duration),
     Sleep,
@@ -245,6 +249,67 @@ where
             first: First::Unpolled,
             running: OutOfLine::new(None),
         }
+    }
+}
+
+impl<F, P, K, N, C, O> Retry<F, P, K, N, C, O> {
+    /// The future of a call whose first attempt the caller made, and
+    /// classified, itself: the policy decides on that outcome as this
+    /// executor would have, and the call goes on from there (the operation
+    /// is asked for attempt 2 next, after the backoff).
+    ///
+    /// For an executor built on this one that makes a lean first attempt
+    /// itself and needs the core only once that attempt has not succeeded
+    /// (steadfast-tower's retry layer does, so its success path is the
+    /// service's own future and one classification). Meant for a lean call
+    /// ([`RetryPolicy::is_lean`](crate::RetryPolicy::is_lean), no deadline
+    /// given or ambient), whose first attempt needs no admission and no
+    /// timer; with a control, the control hears the outcome of an attempt
+    /// it did not admit. The call's clock starts here, as it does when the
+    /// core's own lean first attempt fails. This allocates the running
+    /// stage, as a failed first attempt does anyway.
+    ///
+    /// ```
+    /// use steadfast::{Attempt, Classify, RetryPolicy, Retryable, Verdict};
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), steadfast::ConfigError> {
+    /// let policy = RetryPolicy::builder().max_attempts(3).build()?;
+    /// let op = |a: Attempt| async move { Ok::<u32, &str>(a.number) };
+    /// // The caller's own first attempt failed:
+    /// let first: Result<u32, &str> = Err("connection refused");
+    /// let verdict = steadfast::AnyError.classify(&first);
+    /// assert_eq!(verdict, Verdict::Retry);
+    /// let value = op.retry(&policy).after_first_attempt(first, verdict).await;
+    /// assert_eq!(value, Ok(2)); // the core made attempt 2, which succeeded
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn after_first_attempt<Fut, T, E>(
+        self,
+        outcome: Result<T, E>,
+        verdict: Verdict,
+    ) -> RetryFuture<F, Fut, P, K, N, C, T, E, O>
+    where
+        F: Operation<Future = Fut>,
+        Fut: Future<Output = Result<T, E>>,
+        P: AsPolicy,
+        K: Classify<T, E>,
+        N: Notify<E>,
+        C: AsyncClock,
+        O: Finish<T, E>,
+    {
+        let call = self
+            .policy
+            .as_policy()
+            .start(&self.clock, self.options.deadline);
+        let mut run = Running::new(call);
+        run.last = Some(outcome);
+        run.phase = Phase::Decide(verdict);
+        let mut future = self.into_future();
+        future.first = First::Over;
+        *future.running = Some(Box::pin(run));
+        future
     }
 }
 
@@ -455,6 +520,12 @@ where
                 return Poll::Ready(self.stop_cancelled(run));
             }
             match *run.phase {
+                Phase::Decide(verdict) => {
+                    let outcome = run.last.take();
+                    if let Some(done) = self.on_outcome(run, outcome, verdict) {
+                        return Poll::Ready(done);
+                    }
+                }
                 Phase::Attempt => {
                     let Some(fut) = run.attempt.as_mut().as_pin_mut() else {
                         unreachable!("an attempt is in flight in phase Attempt");

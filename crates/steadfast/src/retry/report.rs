@@ -151,6 +151,24 @@ pub trait Finish<T, E>: sealed::Sealed {
     /// }
     /// ```
     fn from_report(report: Report<T, E>) -> Self::Output;
+
+    /// The output of a call whose first attempt succeeded: the value for
+    /// [`Plain`], a report of one attempt for [`Reported`]. For an executor
+    /// that makes a lean first attempt itself (see
+    /// [`Retry::after_first_attempt`](super::Retry::after_first_attempt)).
+    ///
+    /// ```
+    /// use steadfast::retry::{Finish, Reported};
+    /// let report = <Reported as Finish<u32, ()>>::first_success(7);
+    /// assert_eq!((report.attempts, report.stop, report.result.ok()), (1, None, Some(7)));
+    /// ```
+    #[inline]
+    fn first_success(value: T) -> Self::Output
+    where
+        Self: Sized,
+    {
+        Self::finish(Ok(value), || Ending::FIRST_SUCCESS)
+    }
 }
 
 /// The default output: the call's `Result` alone.

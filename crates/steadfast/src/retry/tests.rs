@@ -1288,5 +1288,25 @@ proptest::proptest! {
         proptest::prop_assert_eq!(async_report.attempts, report.attempts);
         proptest::prop_assert_eq!(async_report.stop, report.stop);
         proptest::prop_assert_eq!(async_report.waited, report.waited);
+
+        // So does a call whose first attempt the caller made itself and
+        // handed over (what steadfast-tower's retry layer does after a lean
+        // first attempt that did not succeed).
+        let first = op(Attempt::new(1));
+        let verdict = classify(&first);
+        if !(verdict == Verdict::Success && first.is_ok()) {
+            let resumed = futures::executor::block_on(
+                (|a: Attempt| std::future::ready(op(a)))
+                    .retry(&policy)
+                    .classify(classify)
+                    .clock(VirtualClock::new())
+                    .report()
+                    .after_first_attempt(first, verdict),
+            );
+            proptest::prop_assert_eq!(resumed.attempts, report.attempts);
+            proptest::prop_assert_eq!(resumed.stop, report.stop);
+            proptest::prop_assert_eq!(resumed.waited, report.waited);
+            proptest::prop_assert_eq!(resumed.result.is_ok(), report.result.is_ok());
+        }
     }
 }
