@@ -171,20 +171,34 @@ where
 {
     let mut hist = Histogram::<u64>::new(3).unwrap();
     let mut errors = 0;
+    let mut worst: Vec<(Duration, usize)> = Vec::new();
+    let show = setting("WORST", 0usize);
     let mut results = futures::stream::iter(0..calls)
-        .map(|_| {
+        .map(|i| {
             let fut = call();
             async move {
                 let start = Instant::now();
                 let ok = fut.await.is_ok();
-                (start.elapsed(), ok)
+                (start.elapsed(), ok, i)
             }
         })
         .buffer_unordered(IN_FLIGHT);
-    while let Some((took, ok)) = results.next().await {
+    while let Some((took, ok, i)) = results.next().await {
         hist.record(u64::try_from(took.as_micros()).unwrap_or(u64::MAX))
             .unwrap();
         errors += usize::from(!ok);
+        if show > 0 {
+            worst.push((took, i));
+        }
+    }
+    if show > 0 {
+        worst.sort_by(|a, b| b.cmp(a));
+        let list: Vec<String> = worst
+            .iter()
+            .take(show)
+            .map(|(took, i)| format!("#{i}:{:.2}", took.as_secs_f64() * 1e3))
+            .collect();
+        println!("  worst of {calls}: {}", list.join(" "));
     }
     (hist, errors)
 }
