@@ -41,10 +41,17 @@ pub(crate) struct Lean<S, P, K, R, C, Src> {
     source: Src,
 }
 
-/// A call run by the core: its request being prepared, then the core's
-/// retry future.
-type Staged<S, Req, P, K, R, C, O> =
-    Stages<<R as Replay<Req>>::Prepare, Setup<S, Req, P, K, R, C, O>, Run<S, Req, P, K, R, C, O>>;
+/// A call run by the core, on the heap: its request being prepared, then
+/// the core's retry future.
+type Staged<S, Req, P, K, R, C, O> = Pin<
+    Box<
+        Stages<
+            <R as Replay<Req>>::Prepare,
+            Setup<S, Req, P, K, R, C, O>,
+            Run<S, Req, P, K, R, C, O>,
+        >,
+    >,
+>;
 
 /// What a call needs once its request is prepared.
 pub(crate) struct Setup<S, Req, P: AsPolicy, K, R, C, O> {
@@ -200,7 +207,7 @@ pin_project! {
         /// The core's retry future, from the start or after the first
         /// attempt: on the heap, so that a lean call's future stays small.
         Core {
-            stages: Pin<Box<Staged<S, Req, P, K, R, C, O>>>,
+            stages: Staged<S, Req, P, K, R, C, O>,
         },
     }
 }
@@ -238,23 +245,24 @@ where
                     }),
                 }
             }
-            preparing => Self::staged(service, layer, preparing),
+            preparing => Path::Core {
+                stages: Self::staged(service, layer, preparing),
+            },
         };
         Self { path }
     }
 
     /// Any call but a lean one: the core runs it from the start (out of
     /// line, so that the lean path stays small enough to inline).
+    #[cold]
     #[inline(never)]
     fn staged(
         service: S,
         layer: &RetryLayer<P, K, R, C>,
         preparing: Preparing<R::Prepare, R::Source, R::Request>,
-    ) -> Path<S, Req, P, K, R, C, O> {
+    ) -> Staged<S, Req, P, K, R, C, O> {
         let policy = layer.policy.for_call(&preparing);
-        Path::Core {
-            stages: Box::pin(Stages::new(preparing, Setup::new(service, layer, policy))),
-        }
+        Box::pin(Stages::new(preparing, Setup::new(service, layer, policy)))
     }
 }
 
