@@ -15,7 +15,8 @@
 //! - `tower-warm`: `tower::hedge::Hedge` at the same quantile, measured
 //!   after a warm-up long enough for its histogram to rotate;
 //! - `steadfast-cold`: `HedgeLayer` with an `AdaptiveDelay` at the same
-//!   quantile (2 ms fallback until 100 samples), on `PreciseClock`,
+//!   quantile over the last `WINDOW` latencies (default 1024, the largest)
+//!   (2 ms fallback until 100 samples), on `PreciseClock`,
 //!   measured from its very first call; up to `COPIES` copies (default 3:
 //!   a copy that itself draws a slow reply gets a copy too);
 //! - `steadfast-tokio`: the same on tokio's clock, to show what the 1 ms
@@ -24,7 +25,12 @@
 //!   every reply takes 1 ms: the tail the machine gives a 1 ms call by
 //!   itself, below which no hedging can go.
 //!
-//! Also printed: the CPU time of the `steadfast-timer` thread over the run.
+//! Also printed: the CPU time of the `steadfast-timer` thread over the run,
+//! and the machine's own stalls, measured before the run: a thread that
+//! does nothing but read the clock for `SPIN_S` seconds (default 3) and
+//! counts the gaps of over 1 ms between reads. With `WORST=n`, each
+//! variant's `n` slowest calls are printed with their call numbers (calls
+//! in flight together have neighbouring numbers).
 //!
 //! With `HTTP2=1`, every variant's client speaks HTTP/2 to the server (prior
 //! knowledge, one connection): a cancelled copy then resets its stream
@@ -32,7 +38,7 @@
 //! to open again.
 //!
 //! ```sh
-//! cargo bench -p steadfast-tower --bench tail   # knobs: ROUNDS, QUANTILE, CALLS, COPIES, HTTP2
+//! cargo bench -p steadfast-tower --bench tail   # knobs: ROUNDS, QUANTILE, CALLS, COPIES, WINDOW, HTTP2, WORST, SPIN_S
 //! ```
 #![allow(clippy::print_stdout, clippy::unwrap_used, missing_docs)]
 
@@ -242,6 +248,23 @@ fn timer_thread_cpu() -> Option<Duration> {
     None
 }
 
+/// The machine's own stalls: a thread that only reads the clock, for
+/// `spin`, and every gap of over 1 ms between two reads (time it was not
+/// running). No hedger can hide a stall of the whole machine.
+fn stalls(spin: Duration) -> Vec<Duration> {
+    let start = Instant::now();
+    let mut last = start;
+    let mut gaps = Vec::new();
+    while last - start < spin {
+        let now = Instant::now();
+        if now - last > Duration::from_millis(1) {
+            gaps.push(now - last);
+        }
+        last = now;
+    }
+    gaps
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -258,7 +281,18 @@ fn main() {
     // Copies per call for steadfast, counting the first (tower's sends at
     // most one extra).
     let copies: u32 = setting("COPIES", 3);
+    // The adaptive delay's window: at the 97th percentile with 2 % slow
+    // replies, the default 256 samples hold 5 slow ones on average and 8
+    // (over 3 %) one time in seven, and each such window sends the delay
+    // climbing into the slow mode; 1024 (the largest) makes that rare.
+    let window: usize = setting("WINDOW", steadfast::hedge::MAX_WINDOW);
     let http2 = setting("HTTP2", 0u8) == 1;
+    let spin = if quick {
+        Duration::ZERO
+    } else {
+        Duration::from_secs(setting("SPIN_S", 3))
+    };
+    let gaps = stalls(spin);
     let (addr, received) = start_server();
     let url = format!("http://{addr}/");
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -316,6 +350,7 @@ fn main() {
                         let delay = Arc::new(
                             AdaptiveDelay::builder(Duration::from_millis(2))
                                 .quantile(quantile)
+                                .window(window)
                                 .min_samples(100)
                                 .build()
                                 .unwrap(),
@@ -365,6 +400,13 @@ fn main() {
     println!(
         "steadfast-cold p99.9 / tower-warm p99.9 = {:.2}x (target <= 0.7x)",
         p999(2) / p999(1)
+    );
+    let longest = gaps.iter().max().copied().unwrap_or_default();
+    println!(
+        "machine stalls before the run: a thread reading the clock for {:.0} s was off the CPU {} times for over 1 ms, at most {:.2} ms",
+        spin.as_secs_f64(),
+        gaps.len(),
+        longest.as_secs_f64() * 1e3
     );
     if let (Some(before), Some(after)) = (cpu_before.or(Some(Duration::ZERO)), timer_thread_cpu()) {
         println!(
