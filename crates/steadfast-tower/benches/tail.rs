@@ -15,8 +15,8 @@
 //! - `tower-warm`: `tower::hedge::Hedge` at the same quantile, measured
 //!   after a warm-up long enough for its histogram to rotate;
 //! - `steadfast-cold`: `HedgeLayer` with an `AdaptiveDelay` at the same
-//!   quantile over the last `WINDOW` latencies (default 1024, the largest)
-//!   (2 ms fallback until 100 samples), on `PreciseClock`,
+//!   quantile (over its default window for that quantile, 1024 latencies at
+//!   0.97, or `WINDOW`; a 2 ms fallback until 100 samples), on `PreciseClock`,
 //!   measured from its very first call; up to `COPIES` copies (default 3:
 //!   a copy that itself draws a slow reply gets a copy too);
 //! - `steadfast-tokio`: the same on tokio's clock, to show what the 1 ms
@@ -30,7 +30,9 @@
 //! does nothing but read the clock for `SPIN_S` seconds (default 3) and
 //! counts the gaps of over 1 ms between reads. With `WORST=n`, each
 //! variant's `n` slowest calls are printed with their call numbers (calls
-//! in flight together have neighbouring numbers).
+//! in flight together have neighbouring numbers) and, for `steadfast-cold`
+//! (then run reported), `(copies sent/winning copy/delay at the start in
+//! ms)`.
 //!
 //! With `HTTP2=1`, every variant's client speaks HTTP/2 to the server (prior
 //! knowledge, one connection): a cancelled copy then resets its stream
@@ -169,10 +171,16 @@ fn call_now<S: tower::Service<R>, R>(service: &mut S, request: R) -> S::Future {
     }
 }
 
+thread_local! {
+    /// With `WORST`, what the steadfast hedger's report said of each call:
+    /// `sent/winner/delay at the start`.
+    static DETAILS: std::cell::RefCell<Vec<Option<String>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Runs `calls` calls, `IN_FLIGHT` at a time, and records their latencies.
 async fn run<F, Fut, T, E>(calls: usize, mut call: F) -> (Histogram<u64>, usize)
 where
-    F: FnMut() -> Fut,
+    F: FnMut(usize) -> Fut,
     Fut: Future<Output = Result<T, E>>,
 {
     let mut hist = Histogram::<u64>::new(3).unwrap();
@@ -181,7 +189,7 @@ where
     let show = setting("WORST", 0usize);
     let mut results = futures::stream::iter(0..calls)
         .map(|i| {
-            let fut = call();
+            let fut = call(i);
             async move {
                 let start = Instant::now();
                 let ok = fut.await.is_ok();
@@ -202,9 +210,17 @@ where
         let list: Vec<String> = worst
             .iter()
             .take(show)
-            .map(|(took, i)| format!("#{i}:{:.2}", took.as_secs_f64() * 1e3))
+            .map(|(took, i)| {
+                let detail = DETAILS.with_borrow(|d| d.get(*i).cloned().flatten());
+                format!(
+                    "#{i}:{:.2}{}",
+                    took.as_secs_f64() * 1e3,
+                    detail.map(|d| format!("({d})")).unwrap_or_default()
+                )
+            })
             .collect();
         println!("  worst of {calls}: {}", list.join(" "));
+        DETAILS.with_borrow_mut(Vec::clear);
     }
     (hist, errors)
 }
@@ -281,12 +297,14 @@ fn main() {
     // Copies per call for steadfast, counting the first (tower's sends at
     // most one extra).
     let copies: u32 = setting("COPIES", 3);
-    // The adaptive delay's window: at the 97th percentile with 2 % slow
-    // replies, the default 256 samples hold 5 slow ones on average and 8
-    // (over 3 %) one time in seven, and each such window sends the delay
-    // climbing into the slow mode; 1024 (the largest) makes that rare.
-    let window: usize = setting("WINDOW", steadfast::hedge::MAX_WINDOW);
+    // The adaptive delay's window (default: the default for the quantile,
+    // 1024 at 0.97). With `WINDOW=256` (the default of earlier versions) the
+    // window holds 5 slow replies on average and 8 (over 3 %) one window in
+    // seven, and each such window sends the delay climbing into the slow
+    // mode.
+    let window: Option<usize> = std::env::var("WINDOW").ok().and_then(|v| v.parse().ok());
     let http2 = setting("HTTP2", 0u8) == 1;
+    let worst = setting("WORST", 0usize);
     let spin = if quick {
         Duration::ZERO
     } else {
@@ -318,7 +336,7 @@ fn main() {
                     "none" => {
                         let client = client::<Full<Bytes>>(http2);
                         before = received.load(Ordering::Relaxed);
-                        run(calls, || client.clone().oneshot(request(&url))).await
+                        run(calls, |_| client.clone().oneshot(request(&url))).await
                     }
                     // No slow replies and no hedging: the tail this machine
                     // gives a 1 ms call by itself, below which no hedger
@@ -326,7 +344,7 @@ fn main() {
                     "floor (all fast, none)" => {
                         let client = client::<Full<Bytes>>(http2);
                         before = received.load(Ordering::Relaxed);
-                        run(calls, || client.clone().oneshot(request(&fast_url))).await
+                        run(calls, |_| client.clone().oneshot(request(&fast_url))).await
                     }
                     "tower-warm" => {
                         let client = client::<Full<Bytes>>(http2);
@@ -340,22 +358,21 @@ fn main() {
                         // Warm: more than two histogram periods of traffic.
                         let warm = Instant::now();
                         while warm.elapsed() < Duration::from_millis(1200) {
-                            run(200, || call_now(&mut *hedge.borrow_mut(), request(&url))).await;
+                            run(200, |_| call_now(&mut *hedge.borrow_mut(), request(&url))).await;
                         }
                         before = received.load(Ordering::Relaxed);
-                        run(calls, || call_now(&mut *hedge.borrow_mut(), request(&url))).await
+                        run(calls, |_| call_now(&mut *hedge.borrow_mut(), request(&url))).await
                     }
                     cold => {
                         let client = client(http2);
-                        let delay = Arc::new(
-                            AdaptiveDelay::builder(Duration::from_millis(2))
-                                .quantile(quantile)
-                                .window(window)
-                                .min_samples(100)
-                                .build()
-                                .unwrap(),
-                        );
-                        let policy = HedgePolicy::builder(delay)
+                        let mut delay = AdaptiveDelay::builder(Duration::from_millis(2))
+                            .quantile(quantile)
+                            .min_samples(100);
+                        if let Some(window) = window {
+                            delay = delay.window(window);
+                        }
+                        let delay = Arc::new(delay.build().unwrap());
+                        let policy = HedgePolicy::builder(Arc::clone(&delay))
                             .max_attempts(copies)
                             .build()
                             .unwrap();
@@ -364,12 +381,35 @@ fn main() {
                             let layer = HedgeLayer::new(policy)
                                 .replay(HttpReplay::default())
                                 .clock(PreciseClock::new().unwrap());
-                            let hedged = layer.layer(client);
-                            run(calls, || hedged.clone().oneshot(request(&url))).await
+                            if worst > 0 {
+                                // The same calls, reported, to say what the
+                                // slowest of them did.
+                                DETAILS.with_borrow_mut(|d| *d = vec![None; calls]);
+                                run(calls, |i| {
+                                    let at_start = delay.current();
+                                    let call = layer.run_reported(client.clone(), request(&url));
+                                    async move {
+                                        let report = call.await;
+                                        let s = report.stats;
+                                        let detail = format!(
+                                            "{}/{}/{:.2}",
+                                            s.sent,
+                                            s.winner.unwrap_or(0),
+                                            at_start.as_secs_f64() * 1e3
+                                        );
+                                        DETAILS.with_borrow_mut(|d| d[i] = Some(detail));
+                                        report.result
+                                    }
+                                })
+                                .await
+                            } else {
+                                let hedged = layer.layer(client);
+                                run(calls, |_| hedged.clone().oneshot(request(&url))).await
+                            }
                         } else {
                             let layer = HedgeLayer::new(policy).replay(HttpReplay::default());
                             let hedged = layer.layer(client);
-                            run(calls, || hedged.clone().oneshot(request(&url))).await
+                            run(calls, |_| hedged.clone().oneshot(request(&url))).await
                         }
                     }
                 };

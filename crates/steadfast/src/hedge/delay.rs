@@ -161,8 +161,9 @@ fn nanos(d: Duration) -> u64 {
 
 impl AdaptiveDelay {
     /// A builder: `fallback` is the delay used until enough latencies are
-    /// known. Defaults: quantile 0.95, window 256, min samples 32, refresh
-    /// every window/16 samples, no clamp.
+    /// known. Defaults: quantile 0.95, a window sized to the quantile (see
+    /// [`window`](AdaptiveDelayBuilder::window): 640 latencies at 0.95), min
+    /// samples 32, refresh every window/16 samples, no clamp.
     ///
     /// ```
     /// use std::time::Duration;
@@ -174,7 +175,7 @@ impl AdaptiveDelay {
     pub fn builder(fallback: Duration) -> AdaptiveDelayBuilder {
         AdaptiveDelayBuilder {
             quantile: 0.95,
-            window: 256,
+            window: None,
             min_samples: 32,
             refresh_every: None,
             fallback,
@@ -283,6 +284,24 @@ impl AdaptiveDelay {
     }
 }
 
+/// The window a quantile gets by default: room for 32 latencies above it,
+/// within `256..=MAX_WINDOW`. Called on a quantile checked to be in
+/// `(0, 1]` (or NaN, which `build` refuses afterwards).
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "a finite value clamped to 256..=1024 first"
+)]
+fn default_window(q: f64) -> usize {
+    let above = 1.0 - q;
+    if above > 0.0 {
+        // Less a hair, so that 1 - 0.9 = 0.0999… does not make 321.
+        (32.0 / above - 1e-6).ceil().clamp(256.0, MAX_WINDOW as f64) as usize
+    } else {
+        MAX_WINDOW
+    }
+}
+
 /// The nearest-rank index of quantile `q` among `len` sorted values.
 fn quantile_index(q: f64, len: usize) -> usize {
     // ceil(q * len) - 1, within [0, len - 1]. `len` <= MAX_WINDOW, exact in f64.
@@ -299,7 +318,7 @@ fn quantile_index(q: f64, len: usize) -> usize {
 #[derive(Debug, Clone)]
 pub struct AdaptiveDelayBuilder {
     quantile: f64,
-    window: usize,
+    window: Option<usize>,
     min_samples: usize,
     refresh_every: Option<usize>,
     fallback: Duration,
@@ -315,10 +334,29 @@ impl AdaptiveDelayBuilder {
         self
     }
 
-    /// How many recent latencies to keep, `1..=`[`MAX_WINDOW`] (default 256).
+    /// How many recent latencies to keep, `1..=`[`MAX_WINDOW`].
+    ///
+    /// The default holds at least 32 latencies above the quantile:
+    /// `32 / (1 - quantile)`, within `256..=`[`MAX_WINDOW`] (256 at 0.5,
+    /// 640 at 0.95, 1024 from 0.97 up). A window that holds only a few calls
+    /// above the quantile lets chance decide where it lies: at the 97th
+    /// percentile with 2 % slow calls, 256 latencies hold 5 slow ones on
+    /// average and more than 3 % one window in seven, and in such a window
+    /// the quantile is a slow call's, so the delay climbs towards the slow
+    /// mode until the window turns over.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::hedge::AdaptiveDelay;
+    /// let d = AdaptiveDelay::builder(Duration::from_millis(5)).quantile(0.97).build()?;
+    /// assert_eq!(d.window(), 1024);
+    /// let d = AdaptiveDelay::builder(Duration::from_millis(5)).window(100).build()?;
+    /// assert_eq!(d.window(), 100);
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
     #[must_use]
     pub fn window(mut self, samples: usize) -> Self {
-        self.window = samples;
+        self.window = Some(samples);
         self
     }
 
@@ -377,15 +415,16 @@ impl AdaptiveDelayBuilder {
                 self.quantile,
             ));
         }
-        if self.window == 0 || self.window > MAX_WINDOW {
+        let window = self.window.unwrap_or_else(|| default_window(self.quantile));
+        if window == 0 || window > MAX_WINDOW {
             return Err(ConfigError::new(
                 WHAT,
                 "window",
                 "must be in 1..=1024",
-                self.window,
+                window,
             ));
         }
-        if self.min_samples == 0 || self.min_samples > self.window {
+        if self.min_samples == 0 || self.min_samples > window {
             return Err(ConfigError::new(
                 WHAT,
                 "min_samples",
@@ -393,8 +432,8 @@ impl AdaptiveDelayBuilder {
                 self.min_samples,
             ));
         }
-        let refresh_every = self.refresh_every.unwrap_or((self.window / 16).max(1));
-        if refresh_every == 0 || refresh_every > self.window {
+        let refresh_every = self.refresh_every.unwrap_or((window / 16).max(1));
+        if refresh_every == 0 || refresh_every > window {
             return Err(ConfigError::new(
                 WHAT,
                 "refresh_every",
@@ -418,7 +457,7 @@ impl AdaptiveDelayBuilder {
             fallback,
             min: self.min,
             max: self.max,
-            samples: (0..self.window).map(|_| AtomicU64::new(EMPTY)).collect(),
+            samples: (0..window).map(|_| AtomicU64::new(EMPTY)).collect(),
             recorded: AtomicU64::new(0),
             current: AtomicU64::new(nanos(fallback)),
         })
@@ -431,6 +470,30 @@ mod tests {
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
+    }
+
+    #[test]
+    fn the_default_window_holds_32_latencies_above_the_quantile() {
+        let window = |q: f64| {
+            AdaptiveDelay::builder(ms(1))
+                .quantile(q)
+                .build()
+                .expect("valid")
+                .window()
+        };
+        assert_eq!(window(0.5), 256, "at least 256");
+        assert_eq!(window(0.9), 320);
+        assert_eq!(window(0.95), 640);
+        assert_eq!(window(0.97), MAX_WINDOW, "1067, capped");
+        assert_eq!(window(1.0), MAX_WINDOW);
+        // Set by hand, it is what it says, and checked.
+        let b = || AdaptiveDelay::builder(ms(1)).quantile(0.99);
+        assert_eq!(b().window(100).build().expect("valid").window(), 100);
+        assert_eq!(b().window(0).build().unwrap_err().field(), "window");
+        assert_eq!(
+            b().window(MAX_WINDOW + 1).build().unwrap_err().field(),
+            "window"
+        );
     }
 
     #[test]
