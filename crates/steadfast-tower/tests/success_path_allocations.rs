@@ -13,7 +13,6 @@
 use std::convert::Infallible;
 use std::future::{Future, Ready, ready};
 use std::pin::pin;
-use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
