@@ -694,7 +694,9 @@ where
         run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
     ) -> Result<T, RetryError<E>> {
         let now = self.clock.now();
-        if *run.phase == Phase::Attempt {
+        if matches!(*run.phase, Phase::Attempt | Phase::Decide(_)) {
+            // An attempt in flight, or one made and not yet decided on
+            // (after `after_first_attempt`): either way, it was made.
             run.call.count_abandoned_attempt();
         } else {
             self.policy.as_policy().abandon(run.call);

@@ -373,6 +373,25 @@ fn a_token_cancelled_before_the_call_stops_it_before_any_attempt() {
     assert_eq!(err.attempts(), 0);
 }
 
+/// A call handed its first attempt's outcome, then cancelled before the
+/// policy decided on it, counts that attempt and keeps its error.
+#[test]
+fn a_resumed_call_cancelled_at_once_counts_the_attempt_it_was_given() {
+    let token = CancelToken::new();
+    token.cancel();
+    let err = futures::executor::block_on(
+        (|_: Attempt| std::future::ready(Ok::<u32, &str>(2)))
+            .retry(policy(5, &[1; 5]))
+            .cancel_on(token)
+            .clock(VirtualClock::new())
+            .after_first_attempt(Err("refused"), Verdict::Retry),
+    )
+    .unwrap_err();
+    assert_eq!(err.reason(), StopReason::Cancelled);
+    assert_eq!(err.attempts(), 1);
+    assert_eq!(err.last_error(), Some(&"refused"));
+}
+
 #[test]
 fn a_cancelled_token_stops_before_the_next_attempt() {
     let token = CancelToken::new();
