@@ -29,34 +29,24 @@ type Run<S, Req, P, K, R, C, O> = RetryFuture<
     O,
 >;
 
-/// What a lean call's future holds besides its first attempt: no more
-/// than it needs, so that it stays small.
-pub(crate) struct Lean<S, P, K, R, C, Src> {
-    service: S,
-    policy: P,
-    classify: K,
-    replay: R,
-    clock: C,
-    name: Option<&'static str>,
-    source: Src,
-}
-
 /// A call run by the core, on the heap: its request being prepared, then
 /// the core's retry future.
 type Staged<S, Req, P, K, R, C, O> = Pin<
     Box<
         Stages<
             <R as Replay<Req>>::Prepare,
-            Setup<S, Req, P, K, R, C, O>,
+            Setup<S, Req, PolicyFor<P>, K, R, C, O>,
             Run<S, Req, P, K, R, C, O>,
         >,
     >,
 >;
 
-/// What a call needs once its request is prepared.
-pub(crate) struct Setup<S, Req, P: AsPolicy, K, R, C, O> {
+/// What a call needs once its request is prepared: the policy is the
+/// layer's own for a lean call (its request is replayable), a
+/// [`PolicyFor`] for any other.
+pub(crate) struct Setup<S, Req, Pol, K, R, C, O> {
     service: S,
-    policy: PolicyFor<P>,
+    policy: Pol,
     classify: K,
     replay: R,
     clock: C,
@@ -64,9 +54,9 @@ pub(crate) struct Setup<S, Req, P: AsPolicy, K, R, C, O> {
     _request: PhantomData<fn(Req) -> O>,
 }
 
-impl<S, Req, P: AsPolicy, K: Clone, R: Clone, C: Clone, O> Setup<S, Req, P, K, R, C, O> {
+impl<S, Req, Pol, K: Clone, R: Clone, C: Clone, O> Setup<S, Req, Pol, K, R, C, O> {
     #[inline]
-    fn new(service: S, layer: &RetryLayer<P, K, R, C>, policy: PolicyFor<P>) -> Self {
+    fn new<P: AsPolicy>(service: S, layer: &RetryLayer<P, K, R, C>, policy: Pol) -> Self {
         Self {
             service,
             policy,
@@ -79,7 +69,7 @@ impl<S, Req, P: AsPolicy, K: Clone, R: Clone, C: Clone, O> Setup<S, Req, P, K, R
     }
 }
 
-impl<S, Req, P, K, R, C, O> Setup<S, Req, P, K, R, C, O>
+impl<S, Req, P, K, R, C, O> Setup<S, Req, PolicyFor<P>, K, R, C, O>
 where
     R: Replay<Req>,
     S: Service<R::Request> + Clone,
@@ -112,7 +102,7 @@ where
     }
 }
 
-impl<S, Req, P, K, R, C, O> Start<R::Source, R::Request> for Setup<S, Req, P, K, R, C, O>
+impl<S, Req, P, K, R, C, O> Start<R::Source, R::Request> for Setup<S, Req, PolicyFor<P>, K, R, C, O>
 where
     R: Replay<Req>,
     S: Service<R::Request> + Clone,
@@ -131,23 +121,25 @@ where
     }
 }
 
-impl<S, P, K, R, C, Src> Lean<S, P, K, R, C, Src> {
-    /// The core takes over from a first attempt that did not succeed.
-    fn resume<Req, O>(
+impl<S, Req, P, K, R, C, O> Setup<S, Req, P, K, R, C, O>
+where
+    R: Replay<Req>,
+    S: Service<R::Request> + Clone,
+    P: AsPolicy,
+    P::Schedule: Clone,
+    K: Classify<S::Response, S::Error>,
+    C: AsyncClock,
+    O: Finish<S::Response, S::Error>,
+{
+    /// A lean call's: the core takes over from a first attempt that did
+    /// not succeed.
+    fn resume(
         self,
+        source: R::Source,
         outcome: Result<S::Response, S::Error>,
         verdict: Verdict,
-    ) -> Run<S, Req, P, K, R, C, O>
-    where
-        R: Replay<Req, Source = Src>,
-        S: Service<R::Request> + Clone,
-        P: AsPolicy,
-        P::Schedule: Clone,
-        K: Classify<S::Response, S::Error>,
-        C: AsyncClock,
-        O: Finish<S::Response, S::Error>,
-    {
-        let setup: Setup<S, Req, P, K, R, C, O> = Setup {
+    ) -> Run<S, Req, P, K, R, C, O> {
+        let setup = Setup {
             service: self.service,
             policy: PolicyFor::Decided(CallPolicy::Shared(self.policy)),
             classify: self.classify,
@@ -157,7 +149,7 @@ impl<S, P, K, R, C, Src> Lean<S, P, K, R, C, Src> {
             _request: PhantomData,
         };
         setup
-            .retry(Payload::Replayable(self.source), true, true)
+            .retry(Payload::Replayable(source), true, true)
             .after_first_attempt(outcome, verdict)
     }
 }
@@ -202,7 +194,7 @@ pin_project! {
         Lean {
             #[pin]
             attempt: S::Future,
-            rest: Option<Lean<S, P, K, R, C, R::Source>>,
+            rest: Option<(Setup<S, Req, P, K, R, C, O>, R::Source)>,
         },
         /// The core's retry future, from the start or after the first
         /// attempt: on the heap, so that a lean call's future stays small.
@@ -232,17 +224,10 @@ where
                 // keeps it for the retries, which ready it again.
                 let mut service = service;
                 let attempt = service.call(layer.replay.replay(&source, &Attempt::new(1)));
+                let policy = layer.policy.shared().clone();
                 Path::Lean {
                     attempt,
-                    rest: Some(Lean {
-                        service,
-                        policy: layer.policy.shared().clone(),
-                        classify: layer.classify.clone(),
-                        replay: layer.replay.clone(),
-                        clock: layer.clock.clone(),
-                        name: layer.name,
-                        source,
-                    }),
+                    rest: Some((Setup::new(service, layer, policy), source)),
                 }
             }
             preparing => Path::Core {
@@ -303,11 +288,11 @@ where
         loop {
             match path.as_mut().project() {
                 PathProj::Lean { attempt, rest } => {
-                    let Some(lean) = rest.as_ref() else {
+                    let Some((setup, _)) = rest.as_ref() else {
                         panic!("a layer's response future was polled after it completed");
                     };
                     let outcome = std::task::ready!(attempt.poll(cx));
-                    let verdict = lean.classify.classify(&outcome);
+                    let verdict = setup.classify.classify(&outcome);
                     let outcome = match outcome {
                         Ok(value) if verdict == Verdict::Success => {
                             // Over: dropped in place (not moved out).
@@ -316,10 +301,10 @@ where
                         }
                         outcome => outcome,
                     };
-                    let Some(lean) = rest.take() else {
+                    let Some((setup, source)) = rest.take() else {
                         unreachable!("checked above");
                     };
-                    let run = lean.resume::<Req, O>(outcome, verdict);
+                    let run = setup.resume(source, outcome, verdict);
                     path.set(Path::Core {
                         stages: Box::pin(Stages::running(run)),
                     });
