@@ -2,8 +2,9 @@
 
 use std::time::Duration;
 
-use super::{Backoff, Schedule, ScheduleState};
-use crate::Rng;
+use super::schedule::{Schedule, ScheduleState};
+use super::value::Backoff;
+use crate::rng::Rng;
 
 /// The delays of a schedule, one per retry, as an iterator: print a
 /// schedule, clone it, `take` from it. Ends when the schedule's limits do

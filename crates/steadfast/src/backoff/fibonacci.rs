@@ -1,23 +1,6 @@
 //! Fibonacci backoff: `initial * F(n+1)` (1, 1, 2, 3, 5, 8, …), capped.
 
-use super::builder::{BackoffBuilder, Kind};
-use super::{Backoff, ScheduleState};
-
-impl Backoff {
-    /// A Fibonacci schedule: delays `initial × (1, 1, 2, 3, 5, 8, …)`, capped
-    /// at `max_delay`. Grows more gently than doubling (by the golden ratio,
-    /// about 1.618). Defaults: initial 100 ms, max 10 s, no jitter.
-    ///
-    /// ```
-    /// let b = steadfast::Backoff::fibonacci().build()?;
-    /// let ms: Vec<u128> = b.delays().take(12).map(|d| d.as_millis()).collect();
-    /// assert_eq!(ms, [100, 100, 200, 300, 500, 800, 1300, 2100, 3400, 5500, 8900, 10_000]);
-    /// # Ok::<(), steadfast::ConfigError>(())
-    /// ```
-    pub const fn fibonacci() -> BackoffBuilder {
-        BackoffBuilder::new(Kind::Fibonacci)
-    }
-}
+use super::schedule::ScheduleState;
 
 /// The uncapped term at `state.step`; the two last terms live in
 /// `state.mem` (current) and `state.mem2` (previous).
@@ -52,40 +35,4 @@ fn closed_form(initial: f64, cap: f64, step: u32) -> (f64, f64) {
         (cur, prev) = (cur + prev, cur);
     }
     (cur, prev)
-}
-
-#[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::*;
-    use crate::{Rng, Schedule};
-
-    #[test]
-    fn closed_form_matches_iteration() {
-        let b = Backoff::fibonacci()
-            .initial(Duration::from_nanos(1))
-            .max_delay(Duration::MAX)
-            .build()
-            .unwrap();
-        let mut rng = Rng::with_seed(0);
-        let mut s = ScheduleState::new();
-        for step in 0..100 {
-            let inc = b.next_delay(&mut s, &mut rng).unwrap();
-            assert_eq!(inc, b.delay_at(step, &mut rng), "step {step}");
-        }
-        assert_eq!(
-            b.delay_at(u32::MAX, &mut rng),
-            Duration::from_nanos(u64::MAX)
-        );
-    }
-
-    #[test]
-    fn zero_initial_is_zero_at_any_step() {
-        let b = Backoff::fibonacci()
-            .initial(Duration::ZERO)
-            .build()
-            .unwrap();
-        assert_eq!(b.delay_at(u32::MAX, &mut Rng::with_seed(0)), Duration::ZERO);
-    }
 }

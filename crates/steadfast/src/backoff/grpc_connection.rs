@@ -17,10 +17,13 @@
 
 use std::time::{Duration, Instant};
 
-use super::builder::{duration_from_nanos, nanos};
-use super::{Backoff, Jitter, Schedule, ScheduleState};
+use super::jitter::Jitter;
+use super::nanos::{duration_from_nanos, nanos};
+use super::schedule::{Schedule, ScheduleState};
+use super::value::Backoff;
 use crate::clock::saturating_add;
-use crate::{ConfigError, Rng};
+use crate::config_error::ConfigError;
+use crate::rng::Rng;
 
 /// The configuration of gRPC connection backoff: the spec's five parameters.
 /// Build it once; give each connection (subchannel) its own

@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use crate::{ConfigError, Rng};
+use super::nanos::mul_high;
+use crate::config_error::ConfigError;
+use crate::rng::Rng;
 
 /// How a delay is randomized around (below, or above) the schedule's
 /// unjittered value `v` (its *envelope*). A separate, composable choice: any
@@ -21,7 +23,7 @@ use crate::{ConfigError, Rng};
 /// ±20 %; `Additive` is the jitter of lancet and backon (a random amount up
 /// to a fixed maximum on top of the curve, see [`Jitter::Additive`]). A floor
 /// below the jittered value (pester's 1 ms, for example) is the builder's
-/// [`min_delay`](crate::backoff::BackoffBuilder::min_delay).
+/// [`min_delay`](super::builder::BackoffBuilder::min_delay).
 ///
 /// # Exact form
 ///
@@ -42,7 +44,7 @@ use crate::{ConfigError, Rng};
 /// Whether the cap (`max_delay`) holds after jitter depends on the schedule:
 /// it does for every schedule except those whose specification says the
 /// jitter may exceed it (gRFC A6, grpc-go and gRPC connection backoff), see
-/// [`Backoff`](crate::Backoff). Those take no `Additive` jitter, so an
+/// [`Backoff`](super::value::Backoff). Those take no `Additive` jitter, so an
 /// additive jitter is always capped.
 ///
 /// ```
@@ -322,12 +324,6 @@ impl FixedJitter {
             v
         }
     }
-}
-
-/// `floor(x * y / 2^64)`: with `x` a uniform random word, uniform in `[0, y)`.
-#[inline(always)]
-pub(super) const fn mul_high(x: u64, y: u64) -> u64 {
-    ((x as u128 * y as u128) >> 64) as u64
 }
 
 #[cfg(test)]
