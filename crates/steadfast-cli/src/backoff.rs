@@ -16,7 +16,7 @@
 //! | `grpc`         | `GrpcConnectionBackoff::builder()`, its delays |
 //!
 //! ```
-//! use steadfast::Schedule;
+//! use steadfast::backoff::Schedule;
 //! let spec = "exponential:initial=100ms,max=5s,jitter=full".parse()?;
 //! let backoff = steadfast_cli::backoff::build(&spec, Some(7))?;
 //! assert_eq!(backoff.name(), "exponential");
@@ -28,7 +28,8 @@
 
 use std::time::Duration;
 
-use steadfast::{Backoff, ConfigError, GrpcConnectionBackoff, Jitter};
+use steadfast::backoff::GrpcConnectionBackoff;
+use steadfast::{Backoff, ConfigError, Jitter};
 
 use crate::spec::{BackoffSpec, JitterSpec, Preset};
 
@@ -137,7 +138,7 @@ fn build_grpc(spec: &BackoffSpec, seed: Option<u64>) -> Result<Backoff, ConfigEr
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use steadfast::{Rng, Schedule, ScheduleState};
+    use steadfast::backoff::{Rng, Schedule, ScheduleState};
 
     proptest! {
         /// Whatever parses is either built or refused with an error: the

@@ -170,7 +170,8 @@ pub fn run(args: &GetArgs) -> i32 {
             return USAGE;
         }
     };
-    let client = match client(args) {
+    let progress = io::stderr().is_terminal();
+    let client = match client(args, progress) {
         Ok(client) => client,
         Err(message) => {
             eprintln!("steadfast get: {message}");
@@ -187,8 +188,6 @@ pub fn run(args: &GetArgs) -> i32 {
             return FAILURE;
         }
     };
-    let progress = io::stderr().is_terminal();
-    let _events = attempts::install(args.verbose, progress);
     runtime.block_on(send(args, &client, body))
 }
 
@@ -208,7 +207,7 @@ fn body(args: &GetArgs) -> Result<Option<Vec<u8>>, String> {
     }
 }
 
-fn client(args: &GetArgs) -> Result<Client, String> {
+fn client(args: &GetArgs, progress: bool) -> Result<Client, String> {
     let backoff =
         crate::backoff::build(&args.backoff, None).map_err(|e| format!("--backoff: {e}"))?;
     let mut builder = Client::builder()
@@ -227,6 +226,9 @@ fn client(args: &GetArgs) -> Result<Client, String> {
     }
     if let Some(n) = args.hedge {
         builder = builder.hedge(n, args.hedge_delay);
+    }
+    if let Some(hook) = attempts::hook(args.verbose, progress) {
+        builder = builder.on_attempt(hook);
     }
     builder.build().map_err(|e| e.to_string())
 }
@@ -249,7 +251,7 @@ async fn send(args: &GetArgs, client: &Client, body: Option<Vec<u8>>) -> i32 {
     match outcome {
         Ok(response) if response.status().is_success() => write_body(args, response).await,
         Ok(response) => {
-            let r = response.report();
+            let r = response.ending();
             eprintln!(
                 "steadfast get: HTTP {} after {} attempt{}",
                 response.status(),

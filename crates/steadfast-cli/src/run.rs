@@ -13,9 +13,10 @@ use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use steadfast::backoff::Schedule;
 use steadfast::clock::{Clock, SystemClock};
 use steadfast::retry::{BlockingRetryable, Notice};
-use steadfast::{Attempt, CancelToken, Deadline, RetryPolicy, Schedule, StopReason, Verdict};
+use steadfast::{Attempt, CancelToken, Deadline, RetryPolicy, StopReason, Verdict};
 
 use crate::interrupt::Interrupt;
 

@@ -6,12 +6,11 @@
 use std::io::Write;
 use std::time::Duration;
 
-use steadfast::{Rng, Schedule, ScheduleState};
+use steadfast::backoff::{Rng, Schedule, ScheduleState};
 
 use crate::cli::ScheduleArgs;
-use crate::exit;
 use crate::plot::{self, Series};
-use crate::table;
+use crate::{exit, table};
 
 /// The most delays one `steadfast schedule` computes (samples x attempts),
 /// so that a typo cannot ask for terabytes.

@@ -12,9 +12,8 @@ use std::time::{Duration, Instant};
 
 use http::Uri;
 use pin_project_lite::pin_project;
-use steadfast::backoff::ConnectionBackoff;
-use steadfast::retry::DefaultClock;
-use steadfast::{AsyncClock, GrpcConnectionBackoff, Rng};
+use steadfast::backoff::{ConnectionBackoff, GrpcConnectionBackoff, Rng};
+use steadfast::clock::{AsyncClock, DefaultClock};
 use tower_service::Service;
 
 /// A connector (a `tower::Service<Uri>`, such as hyper's `HttpConnector`)
@@ -86,7 +85,7 @@ impl<M> BackoffConnector<M> {
 impl<M, C> BackoffConnector<M, C> {
     /// `inner` under `backoff` (its parameters and seed), on `clock`.
     pub fn with_backoff(inner: M, backoff: GrpcConnectionBackoff, clock: C) -> Self {
-        let rng = Rng::seeded_or_entropy(steadfast::Schedule::seed(&backoff));
+        let rng = Rng::seeded_or_entropy(steadfast::backoff::Schedule::seed(&backoff));
         Self {
             inner,
             state: Arc::new(Mutex::new(State {

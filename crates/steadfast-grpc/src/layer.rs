@@ -13,12 +13,13 @@ use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Body;
 use pin_project_lite::pin_project;
-use steadfast::deadline::{self, CancelCause, DeadlineHeader};
-use steadfast::hedge::HedgeReport;
-use steadfast::retry::{DefaultClock, Reported};
+use steadfast::call::Reported;
+use steadfast::clock::{AsyncClock, DefaultClock};
+use steadfast::deadline::{CancelCause, DeadlineHeader};
+use steadfast::policy::Limits;
 use steadfast::{
-    AsyncClock, Backoff, ConfigError, Deadline, HedgeError, HedgePolicy, Report, RetryError,
-    RetryPolicy, StopReason,
+    Backoff, ConfigError, Deadline, HedgePolicy, Report, RetryError, RetryPolicy, StopReason,
+    deadline,
 };
 use steadfast_tower::deadline::{SetDeadlineHeader, SetDeadlineHeaderLayer};
 use steadfast_tower::replay::ReplayBody;
@@ -35,7 +36,7 @@ use crate::{Code, GrpcClassify, GrpcReplay};
 pub type BoxError = Box<dyn Error + Send + Sync>;
 
 type RetryRoute<C> = RetryLayer<Arc<RetryPolicy<Backoff>>, GrpcClassify, GrpcReplay, C>;
-type HedgeRoute<C> = HedgeLayer<HedgePolicy, GrpcClassify, GrpcReplay, C>;
+type HedgeRoute<C> = HedgeLayer<Arc<HedgePolicy>, GrpcClassify, GrpcReplay, C>;
 
 /// What a method's calls go through.
 enum Route<C> {
@@ -133,29 +134,26 @@ impl<C: AsyncClock> GrpcLayer<C> {
         for method in config.method_configs() {
             let timeout = method.timeout();
             // The method's timeout bounds the whole call; the server's bucket
-            // is asked before every retry and hedge. The same two limits on
-            // either policy's builder.
-            macro_rules! limited {
-                ($builder:expr) => {{
-                    let mut builder = $builder;
-                    if let Some(t) = timeout {
-                        builder = builder.max_elapsed(t);
-                    }
-                    if let Some(b) = &bucket {
-                        builder = builder.control(b.clone());
-                    }
-                    builder.build()?
-                }};
-            }
+            // is asked before every retry and hedge. One function sets both
+            // on either kind of policy.
+            let limits = |mut limits: Limits| {
+                if let Some(t) = timeout {
+                    limits = limits.with_max_elapsed(t);
+                }
+                if let Some(b) = &bucket {
+                    limits = limits.with_control(b.clone());
+                }
+                limits
+            };
             routes.push(match method.policy() {
                 Some(MethodPolicy::Retry(r)) => Route::Retry(
-                    RetryLayer::new(limited!(r.to_policy()?.to_builder()))
+                    RetryLayer::new(r.to_policy()?.to_builder().limits(limits).build()?)
                         .with_classifier(GrpcClassify::retrying(r.retryable_codes()))
                         .replay(GrpcReplay::default())
                         .clock(clock.clone()),
                 ),
                 Some(MethodPolicy::Hedging(h)) => Route::Hedge(
-                    HedgeLayer::new(limited!(h.to_policy()?.to_builder()))
+                    HedgeLayer::new(h.to_policy()?.to_builder().limits(limits).build()?)
                         .with_classifier(GrpcClassify::retrying(h.non_fatal_codes()))
                         .replay(GrpcReplay::default())
                         .clock(clock.clone()),
@@ -348,7 +346,7 @@ pin_project! {
         C: AsyncClock,
     {
         Retry { #[pin] future: retry::ResponseFuture<Inner<S, C>, Request<B>, Arc<RetryPolicy<Backoff>>, GrpcClassify, GrpcReplay, C, Reported> },
-        Hedge { #[pin] future: hedge::ResponseFuture<Inner<S, C>, Request<B>, HedgePolicy, GrpcClassify, GrpcReplay, C, Reported> },
+        Hedge { #[pin] future: hedge::ResponseFuture<Inner<S, C>, Request<B>, Arc<HedgePolicy>, GrpcClassify, GrpcReplay, C, Reported> },
         Plain { #[pin] future: S::Future },
     }
 }
@@ -392,15 +390,15 @@ where
                         delay: report.waited,
                     });
                 }
-                retried(report)
+                answer(report)
             }),
             KindProj::Hedge { future } => future.poll(cx).map(|report| {
                 if let Some(labels) = labels {
                     labels.record(Extra::Hedges {
-                        hedges: report.stats.hedges(),
+                        hedges: report.hedge.map_or(0, |stats| stats.hedges()),
                     });
                 }
-                hedged(report)
+                answer(report)
             }),
             KindProj::Plain { future } => future.poll(cx).map(|out| match out {
                 Ok(response) => Ok(response),
@@ -422,27 +420,16 @@ where
     }
 }
 
-/// A retried call's answer: its response, unless retries stopped because
-/// the next wait would end past the deadline, which gRPC reports as
-/// `DEADLINE_EXCEEDED` (whatever status the last attempt had).
-fn retried<T: Default, E: Error + Send + Sync + 'static>(
+/// A retried or hedged call's answer: its response, unless the call stopped
+/// because the next attempt would start past the deadline, which gRPC
+/// reports as `DEADLINE_EXCEEDED` (whatever status the last attempt had).
+fn answer<T: Default, E: Error + Send + Sync + 'static>(
     report: Report<Response<T>, E>,
 ) -> Result<Response<T>, BoxError> {
     match (report.result, report.stop) {
         (Ok(response), Some(StopReason::Deadline)) => Ok(out_of_time(&response, report.attempts)),
         (Ok(response), _) => Ok(response),
-        (Err(e), _) => retry_error(e),
-    }
-}
-
-/// A hedged call's answer, as [`retried`]'s.
-fn hedged<T: Default, E: Error + Send + Sync + 'static>(
-    report: HedgeReport<Response<T>, E>,
-) -> Result<Response<T>, BoxError> {
-    match (report.result, report.stop) {
-        (Ok(response), Some(StopReason::Deadline)) => Ok(out_of_time(&response, report.stats.sent)),
-        (Ok(response), _) => Ok(response),
-        (Err(e), _) => hedge_error(e),
+        (Err(e), _) => call_error(e),
     }
 }
 
@@ -459,17 +446,8 @@ fn out_of_time<T: Default>(last: &Response<T>, attempts: u32) -> Response<T> {
 
 /// A call that ran out of time is `DEADLINE_EXCEEDED`, as gRPC reports it;
 /// any other failure is the error itself.
-fn retry_error<T: Default, E: Error + Send + Sync + 'static>(
+fn call_error<T: Default, E: Error + Send + Sync + 'static>(
     e: RetryError<E>,
-) -> Result<Response<T>, BoxError> {
-    match e.reason() {
-        StopReason::Deadline => Ok(status_response(Code::DeadlineExceeded, &e.to_string())),
-        _ => Err(Box::new(e)),
-    }
-}
-
-fn hedge_error<T: Default, E: Error + Send + Sync + 'static>(
-    e: HedgeError<E>,
 ) -> Result<Response<T>, BoxError> {
     match e.reason() {
         StopReason::Deadline => Ok(status_response(Code::DeadlineExceeded, &e.to_string())),

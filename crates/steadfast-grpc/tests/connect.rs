@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use http::Uri;
-use steadfast::GrpcConnectionBackoff;
+use steadfast::backoff::GrpcConnectionBackoff;
 use steadfast::clock::TokioClock;
 use steadfast_grpc::{BackoffConnector, ConnectError};
 use tokio::time::Instant;

@@ -167,7 +167,7 @@ fn benches(c: &mut Criterion) {
                 .send()
                 .await
                 .unwrap();
-            assert_eq!(r.report().attempts, 3);
+            assert_eq!(r.ending().attempts, 3);
         });
     });
     g.bench_function("reqwest-retry", |b| {

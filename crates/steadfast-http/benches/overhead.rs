@@ -36,9 +36,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 type Layered = steadfast_tower::RetryService<
     reqwest::Client,
     std::sync::Arc<steadfast::RetryPolicy>,
-    steadfast::AnyError,
+    steadfast::classify::AnyError,
     steadfast_http::ReqwestReplay,
-    steadfast::retry::DefaultClock,
+    steadfast::clock::DefaultClock,
 >;
 
 enum Contender {

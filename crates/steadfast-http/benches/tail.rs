@@ -26,7 +26,7 @@ use axum::Router;
 use axum::routing::get;
 use futures::StreamExt;
 use hdrhistogram::Histogram;
-use steadfast::hedge::AdaptiveDelay;
+use steadfast::policy::AdaptiveDelay;
 
 const IN_FLIGHT: usize = 8;
 

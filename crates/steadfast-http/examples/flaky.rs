@@ -53,11 +53,11 @@ async fn run(log: &Log) -> Result<Seen, Error> {
 
     log.say("client: GET /flaky (4 attempts, 2s for all)".to_owned());
     let response = client.get(format!("http://{addr}/flaky")).send().await?;
-    let report = response.report();
+    let report = response.ending();
     let (status, attempts) = (response.status(), report.attempts);
     log.say(format!(
         "client: {status} after {attempts} attempts, {} of it waiting",
-        show(report.total_wait)
+        show(report.waited)
     ));
     let body = response.text().await?;
     log.say(format!("client: body {body:?}"));

@@ -15,24 +15,38 @@ use std::time::Duration;
 use http::{HeaderName, HeaderValue, Method};
 use pin_project_lite::pin_project;
 use reqwest::Url;
-use steadfast::deadline::{self, DeadlineHeader};
-use steadfast::retry::DefaultClock;
-use steadfast::{Classify, Clock, Verdict};
+use steadfast::Deadline;
+use steadfast::clock::{Clock, DefaultClock};
+use steadfast::deadline::DeadlineHeader;
+use steadfast::policy::{Limits, Wait};
+use steadfast::{Classify, Verdict, deadline};
 use tower_service::Service;
 
 use crate::classify::Outcome;
+use crate::event::{AttemptEnd, AttemptEvent, OnAttempt};
 use crate::redact::RedactedUrl;
-use crate::report::Tracker;
 
 /// A shared classifier of [`Outcome`]s.
 pub(crate) type SharedClassifier =
     Arc<dyn Classify<reqwest::Response, reqwest::Error> + Send + Sync>;
 
-/// A request on its way, with the counters of the call it belongs to.
+/// A call's request, with the call's effective deadline (for telemetry:
+/// whether a server's hint fits it).
 #[derive(Debug)]
-pub(crate) struct Tracked<'a> {
+pub(crate) struct Call {
     pub(crate) request: reqwest::Request,
-    pub(crate) tracker: &'a Tracker,
+    pub(crate) deadline: Option<Deadline>,
+}
+
+/// One attempt's request on its way: which attempt it is, as the core's
+/// executor numbered it, and the wait before it.
+#[derive(Debug)]
+pub(crate) struct Sending {
+    pub(crate) request: reqwest::Request,
+    pub(crate) number: u32,
+    pub(crate) waited: Duration,
+    /// The call's deadline.
+    pub(crate) deadline: Option<Deadline>,
 }
 
 /// An attempt that did not succeed: the response or error, and what the
@@ -98,16 +112,17 @@ pub(crate) struct AttemptConfig {
     pub(crate) classify: SharedClassifier,
     /// The deadline header and its name, unless propagation is off.
     pub(crate) header: Option<(DeadlineHeader, HeaderName)>,
-    /// The policy's `max_delay`, to tell whether a hint was clamped.
-    pub(crate) max_delay: Duration,
+    /// The policies' limits: what wait a server's hint really gets.
+    pub(crate) limits: Limits,
     pub(crate) clock: DefaultClock,
+    pub(crate) on_attempt: Option<OnAttempt>,
 }
 
 impl fmt::Debug for AttemptConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AttemptConfig")
             .field("header", &self.header.as_ref().map(|(h, _)| h))
-            .field("max_delay", &self.max_delay)
+            .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
 }
@@ -128,14 +143,14 @@ impl<S> fmt::Debug for AttemptService<S> {
     }
 }
 
-impl<'a, S> Service<Tracked<'a>> for AttemptService<S>
+impl<S> Service<Sending> for AttemptService<S>
 where
     S: Service<reqwest::Request, Response = reqwest::Response>,
     S::Error: TransportError,
 {
     type Response = reqwest::Response;
     type Error = Failure<S::Error>;
-    type Future = AttemptFuture<'a, S::Future>;
+    type Future = AttemptFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner
@@ -146,11 +161,13 @@ where
             })
     }
 
-    fn call(&mut self, tracked: Tracked<'a>) -> Self::Future {
-        let Tracked {
+    fn call(&mut self, sending: Sending) -> Self::Future {
+        let Sending {
             mut request,
-            tracker,
-        } = tracked;
+            number,
+            waited,
+            deadline: call_deadline,
+        } = sending;
         let config = &self.config;
         if let (Some((header, name)), Some(d)) = (&config.header, deadline::current()) {
             let text = header.encode_deadline(d, config.clock.now());
@@ -159,15 +176,15 @@ where
                 request.headers_mut().insert(name.clone(), value);
             }
         }
-        let (number, waited) = tracker.start(&config.clock);
-        // The URL is kept for the attempt's event only when someone listens.
-        let url = tracing::enabled!(tracing::Level::DEBUG).then(|| request.url().clone());
+        // The URL is kept for the attempt's events only when someone listens.
+        let listened = config.on_attempt.is_some() || tracing::enabled!(tracing::Level::DEBUG);
+        let url = listened.then(|| request.url().clone());
         let method = request.method().clone();
         AttemptFuture {
             inner: self.inner.call(request),
             state: Some(AttemptState {
-                tracker,
                 config: Arc::clone(config),
+                call_deadline,
                 number,
                 waited,
                 method,
@@ -178,9 +195,9 @@ where
 }
 
 /// What an attempt's future keeps for its end.
-struct AttemptState<'a> {
-    tracker: &'a Tracker,
+struct AttemptState {
     config: Arc<AttemptConfig>,
+    call_deadline: Option<Deadline>,
     number: u32,
     waited: Duration,
     method: Method,
@@ -189,17 +206,17 @@ struct AttemptState<'a> {
 
 pin_project! {
     /// One attempt in flight.
-    pub(crate) struct AttemptFuture<'a, F> {
+    pub(crate) struct AttemptFuture<F> {
         #[pin]
         inner: F,
-        state: Option<AttemptState<'a>>,
+        state: Option<AttemptState>,
     }
 
-    impl<'a, F> PinnedDrop for AttemptFuture<'a, F> {
+    impl<F> PinnedDrop for AttemptFuture<F> {
         fn drop(this: Pin<&mut Self>) {
             // Dropped before it finished: timed out, or a losing hedge.
             if let Some(state) = this.project().state.take() {
-                state.tracker.end(false, &state.config.clock);
+                state.hear(AttemptEnd::Abandoned);
                 tracing::debug!(
                     method = %state.method,
                     url = state.url.as_ref().map(|u| tracing::field::display(RedactedUrl(u))),
@@ -211,7 +228,7 @@ pin_project! {
     }
 }
 
-impl<F> fmt::Debug for AttemptFuture<'_, F> {
+impl<F> fmt::Debug for AttemptFuture<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AttemptFuture")
             .field("done", &self.state.is_none())
@@ -219,7 +236,7 @@ impl<F> fmt::Debug for AttemptFuture<'_, F> {
     }
 }
 
-impl<F, E> Future for AttemptFuture<'_, F>
+impl<F, E> Future for AttemptFuture<F>
 where
     F: Future<Output = Result<reqwest::Response, E>>,
     E: TransportError,
@@ -263,17 +280,31 @@ where
                 }),
             },
         };
-        let success = result.is_ok();
-        state.tracker.end(success, &state.config.clock);
         report(&state, &result, kind);
         Poll::Ready(result)
     }
 }
 
-/// The attempt's `tracing` event: debug for a success, info for a failure.
-/// Never a header: no `Authorization`, `Cookie` or `Proxy-Authorization`.
+impl AttemptState {
+    /// Tells the client's hook, if it has one, how the attempt ended.
+    fn hear(&self, end: AttemptEnd) {
+        if let (Some(hook), Some(url)) = (&self.config.on_attempt, &self.url) {
+            (hook.0)(&AttemptEvent {
+                number: self.number,
+                method: &self.method,
+                url: RedactedUrl(url),
+                waited: self.waited,
+                end,
+            });
+        }
+    }
+}
+
+/// The attempt's `tracing` event (debug for a success, info for a
+/// failure) and the client's hook. Never a header: no `Authorization`,
+/// `Cookie` or `Proxy-Authorization`.
 fn report<E>(
-    state: &AttemptState<'_>,
+    state: &AttemptState,
     result: &Result<reqwest::Response, Failure<E>>,
     kind: Option<&'static str>,
 ) {
@@ -283,36 +314,57 @@ fn report<E>(
         .map(|u| tracing::field::display(RedactedUrl(u)));
     let waited_ms = state.waited.as_millis();
     match result {
-        Ok(response) => tracing::debug!(
-            method = %state.method,
-            url,
-            attempt = state.number,
-            status = response.status().as_u16(),
-            waited_ms,
-            "steadfast-http: attempt succeeded"
-        ),
+        Ok(response) => {
+            tracing::debug!(
+                method = %state.method,
+                url,
+                attempt = state.number,
+                status = response.status().as_u16(),
+                waited_ms,
+                "steadfast-http: attempt succeeded"
+            );
+            state.hear(AttemptEnd::Succeeded {
+                status: response.status(),
+            });
+        }
         Err(failure) => {
             let (status, error) = match failure {
-                Failure::Status { response, .. } => (Some(response.status().as_u16()), None),
+                Failure::Status { response, .. } => (Some(response.status()), None),
                 Failure::Transport { .. } => (None, Some(kind.unwrap_or("middleware error"))),
             };
             let verdict = failure.verdict();
-            let (retry_after_ms, clamped) = match verdict {
-                Verdict::RetryAfter(d) => (Some(d.as_millis()), Some(d > state.config.max_delay)),
-                _ => (None, None),
+            // The wait the hint really gets: the one rule, the deadline's
+            // share included.
+            let retry_after = match verdict {
+                Verdict::RetryAfter(d) => Some((
+                    d,
+                    state
+                        .config
+                        .limits
+                        .wait(d, state.call_deadline, state.config.clock.now()),
+                )),
+                _ => None,
             };
+            let wait = retry_after.map(|(_, wait)| wait);
             tracing::info!(
                 method = %state.method,
                 url,
                 attempt = state.number,
-                status,
+                status = status.map(|s| s.as_u16()),
                 error,
                 verdict = ?verdict,
                 waited_ms,
-                retry_after_ms,
-                retry_after_clamped = clamped,
+                retry_after_ms = retry_after.map(|(d, _)| d.as_millis()),
+                retry_after_clamped = wait.map(|w| matches!(w, Wait::Capped(_))),
+                retry_after_past_deadline = wait.map(|w| w == Wait::PastDeadline),
                 "steadfast-http: attempt failed"
             );
+            state.hear(AttemptEnd::Failed {
+                status,
+                error,
+                verdict,
+                retry_after,
+            });
         }
     }
 }

@@ -8,20 +8,20 @@ use std::future::poll_fn;
 use std::sync::Arc;
 
 use http::HeaderName;
-use steadfast::retry::DefaultClock;
-use steadfast::{HedgePolicy, RetryPolicy};
+use steadfast::call::Ending;
+use steadfast::clock::{Clock, DefaultClock};
+use steadfast::{HedgePolicy, RetryPolicy, deadline};
 use steadfast_tower::{HedgeLayer, HedgeService, RetryLayer, RetryService};
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::attempt::{AttemptConfig, AttemptService, ByVerdict, Tracked, TransportError};
+use crate::attempt::{AttemptConfig, AttemptService, ByVerdict, Call, TransportError};
 use crate::classify::is_idempotent;
 use crate::error::{Error, Last, NotRetried};
 use crate::replay::{ReqwestReplay, is_replayable};
-use crate::report::{Report, Tracker};
 
 type Retry = RetryLayer<Arc<RetryPolicy>, ByVerdict, ReqwestReplay, DefaultClock>;
-type Hedge = HedgeLayer<HedgePolicy, ByVerdict, ReqwestReplay, DefaultClock>;
+type Hedge = HedgeLayer<Arc<HedgePolicy>, ByVerdict, ReqwestReplay, DefaultClock>;
 
 /// Which requests may be sent more than once.
 #[derive(Debug, Clone)]
@@ -59,6 +59,7 @@ impl Layers {
             config: Arc::clone(&self.attempt),
         };
         Engine {
+            attempt: Arc::clone(&self.attempt),
             hedge: self.hedge.as_ref().map(|h| h.layer(attempts.clone())),
             retry: self.retry.layer(attempts.clone()),
             once: self.once.layer(attempts),
@@ -66,15 +67,19 @@ impl Layers {
     }
 }
 
+/// A call's services: retrying, hedging.
+type Retrying<S> =
+    RetryService<AttemptService<S>, Arc<RetryPolicy>, ByVerdict, ReqwestReplay, DefaultClock>;
+type Hedging<S> =
+    HedgeService<AttemptService<S>, Arc<HedgePolicy>, ByVerdict, ReqwestReplay, DefaultClock>;
+
 /// The services a call runs on.
 #[derive(Clone)]
 pub(crate) struct Engine<S> {
-    retry:
-        RetryService<AttemptService<S>, Arc<RetryPolicy>, ByVerdict, ReqwestReplay, DefaultClock>,
-    once: RetryService<AttemptService<S>, Arc<RetryPolicy>, ByVerdict, ReqwestReplay, DefaultClock>,
-    hedge: Option<
-        HedgeService<AttemptService<S>, HedgePolicy, ByVerdict, ReqwestReplay, DefaultClock>,
-    >,
+    retry: Retrying<S>,
+    once: Retrying<S>,
+    hedge: Option<Hedging<S>>,
+    attempt: Arc<AttemptConfig>,
 }
 
 impl<S> Engine<S> {
@@ -104,7 +109,7 @@ where
         request: reqwest::Request,
         retry_anyway: Option<bool>,
         why_once: NotRetried,
-    ) -> Result<(reqwest::Response, Report), Error> {
+    ) -> Result<(reqwest::Response, Ending), Error> {
         let method = request.method().clone();
         let idempotent = is_idempotent(&method);
         let retryable = retry_anyway.unwrap_or_else(|| {
@@ -116,44 +121,71 @@ where
                     .is_some_and(|k| request.headers().contains_key(k))
         });
         let streaming = !is_replayable(&request);
-        let tracker = Tracker::default();
-        let tracked = Tracked {
-            request,
-            tracker: &tracker,
-        };
-        match (&self.hedge, retryable && idempotent) {
+        // The call's deadline by the policies' own rule, for telemetry only
+        // (whether a server's hint fits it); the executor works out its own.
+        let config = &self.attempt;
+        let (deadline, _) = config
+            .limits
+            .deadline(deadline::current(), || config.clock.now());
+        let call = Call { request, deadline };
+        let (result, ending) = match (&self.hedge, retryable && idempotent) {
             (Some(hedge), true) => {
-                let result = call(hedge.clone(), tracked).await;
-                let report = tracker.report(true);
-                match result {
-                    Ok(response) => Ok((response, report)),
-                    Err(e) => {
-                        Err(Error::from_hedge(method, e, report).sent_once_if(streaming, why_once))
-                    }
-                }
+                let report = reported(hedge.clone(), call).await;
+                (report.result, report.ending)
             }
             _ => {
                 let service = if retryable { &self.retry } else { &self.once };
-                let result = call(service.clone(), tracked).await;
-                let report = tracker.report(false);
-                match result {
-                    Ok(response) => Ok((response, report)),
-                    Err(e) => {
-                        let e = Error::from_retry(method, e, report);
-                        Err(if retryable {
-                            e.sent_once_if(streaming, why_once)
-                        } else {
-                            e.sent_once(NotRetried::NotIdempotent)
-                        })
-                    }
-                }
+                let report = reported(service.clone(), call).await;
+                (report.result, report.ending)
+            }
+        };
+        match result {
+            Ok(response) => Ok((response, ending)),
+            Err(e) => {
+                let e = Error::from_call(method, e, ending);
+                Err(if retryable {
+                    e.sent_once_if(streaming, why_once)
+                } else {
+                    e.sent_once(NotRetried::NotIdempotent)
+                })
             }
         }
     }
 }
 
-/// Readies `service` (the tower contract), then calls it.
-async fn call<S: Service<R>, R>(mut service: S, request: R) -> Result<S::Response, S::Error> {
-    poll_fn(|cx| service.poll_ready(cx)).await?;
-    service.call(request).await
+/// A call's result and how it ended.
+struct Reported<T, E> {
+    result: Result<T, steadfast::RetryError<E>>,
+    ending: Ending,
+}
+
+/// Readies `service` (the tower contract), then makes the call, reported.
+async fn reported<S, P, R, K, C, Req>(
+    mut service: steadfast_tower::PolicyService<S, P, K, R, C>,
+    request: Req,
+) -> Reported<
+    <S as Service<<R as steadfast_tower::replay::Replay<Req>>::Request>>::Response,
+    <S as Service<<R as steadfast_tower::replay::Replay<Req>>::Request>>::Error,
+>
+where
+    R: steadfast_tower::replay::Replay<Req>,
+    S: Service<R::Request> + Clone,
+    P: steadfast::call::Lend,
+    P::Policy: steadfast_tower::layer::Runs<S, Req, P, K, R, C, steadfast::call::Reported>,
+    steadfast_tower::PolicyService<S, P, K, R, C>:
+        Service<Req, Error = steadfast::RetryError<S::Error>>,
+{
+    if let Err(e) = poll_fn(|cx| service.poll_ready(cx)).await {
+        // Not ready: no attempt was made.
+        let ending = Ending::default();
+        return Reported {
+            result: Err(e),
+            ending,
+        };
+    }
+    let report = service.call_reported(request).await;
+    Reported {
+        ending: report.ending(),
+        result: report.result,
+    }
 }

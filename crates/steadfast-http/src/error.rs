@@ -5,10 +5,10 @@ use std::fmt;
 use std::time::Duration;
 
 use http::{Method, StatusCode};
-use steadfast::{HedgeError, RetryError, StopReason};
+use steadfast::{RetryError, StopReason};
 
 use crate::attempt::Failure;
-use crate::report::Report;
+use steadfast::call::Ending;
 
 /// Why a call that could have been retried was sent once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -60,9 +60,9 @@ pub(crate) enum Last {
 /// A call that did not succeed: why it stopped, what it did, and the last
 /// response or error.
 ///
-/// The facts are the engine's
-/// ([`RetryError`]/[`HedgeError`]): the [`reason`](Error::reason), the
-/// attempts and the time taken. A response whose status the classifier did
+/// The facts are the engine's ([`RetryError`], for a retried or a hedged
+/// call alike): the [`reason`](Error::reason), the attempts and the time
+/// taken, and [`ending`](Error::ending) says how the call went. A response whose status the classifier did
 /// not accept (a 503 after the last attempt, say) is kept: see
 /// [`status`](Error::status) and [`into_response`](Error::into_response).
 /// A transport error is the [`source`](std::error::Error::source). Neither
@@ -73,7 +73,7 @@ pub(crate) enum Last {
 /// # async fn f() -> Result<(), Box<dyn std::error::Error>> {
 /// let client = steadfast_http::Client::new();
 /// match client.get("http://127.0.0.1:8080/flaky").send().await {
-///     Ok(response) => println!("{} after {} attempts", response.status(), response.report().attempts),
+///     Ok(response) => println!("{} after {} attempts", response.status(), response.ending().attempts),
 ///     Err(e) => eprintln!("{e} (reason {:?}, last status {:?})", e.reason(), e.status()),
 /// }
 /// # Ok(())
@@ -83,7 +83,7 @@ pub(crate) enum Last {
 pub struct Error {
     method: Option<Method>,
     reason: StopReason,
-    report: Report,
+    ending: Ending,
     elapsed: Duration,
     timed_out: bool,
     refused_by: Option<&'static str>,
@@ -92,45 +92,20 @@ pub struct Error {
 }
 
 impl Error {
-    pub(crate) fn from_retry<E: Into<Last>>(
+    /// The error of a call, retried or hedged (one error type: a hedged
+    /// call's carries its copies' stats).
+    pub(crate) fn from_call<E: Into<Last>>(
         method: Method,
         error: RetryError<Failure<E>>,
-        report: Report,
+        ending: Ending,
     ) -> Self {
-        let reason = error.reason();
-        let elapsed = error.elapsed();
-        let timed_out = error.timed_out();
-        let refused_by = error.refused_by();
-        let mut report = report;
-        report.attempts = report.attempts.max(error.attempts());
-        Self {
-            method: Some(method),
-            reason,
-            report,
-            elapsed,
-            timed_out,
-            refused_by,
-            not_retried: None,
-            last: Last::from_failure(error.into_last_error()),
-        }
-    }
-
-    pub(crate) fn from_hedge<E: Into<Last>>(
-        method: Method,
-        error: HedgeError<Failure<E>>,
-        report: Report,
-    ) -> Self {
-        let stats = *error.stats();
-        let mut report = report;
-        report.attempts = report.attempts.max(stats.sent);
-        report.hedges = report.attempts.saturating_sub(1);
         Self {
             method: Some(method),
             reason: error.reason(),
-            report,
-            elapsed: stats.elapsed,
-            timed_out: false,
-            refused_by: stats.refused_by,
+            ending,
+            elapsed: error.elapsed(),
+            timed_out: error.timed_out(),
+            refused_by: error.refused_by(),
             not_retried: None,
             last: Last::from_failure(error.into_last_error()),
         }
@@ -141,7 +116,7 @@ impl Error {
         Self {
             method: None,
             reason: StopReason::Permanent,
-            report: Report::default(),
+            ending: Ending::default(),
             elapsed: Duration::ZERO,
             timed_out: false,
             refused_by: None,
@@ -174,17 +149,18 @@ impl Error {
         self.reason
     }
 
-    /// Attempts made (with hedging, copies sent), hedges, and the time
-    /// spent waiting between attempts.
+    /// How the call went: attempts made (with hedging, copies sent), why
+    /// it stopped, the time spent waiting between attempts, and a hedged
+    /// call's copies (the core's [`Ending`]).
     #[must_use]
-    pub fn report(&self) -> Report {
-        self.report
+    pub fn ending(&self) -> Ending {
+        self.ending
     }
 
     /// Attempts made, counting the first.
     #[must_use]
     pub fn attempts(&self) -> u32 {
-        self.report.attempts
+        self.ending.attempts
     }
 
     /// Time from the call's start to its end.
@@ -264,7 +240,7 @@ impl From<reqwest::Error> for Last {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let n = self.report.attempts;
+        let n = self.ending.attempts;
         write!(
             f,
             "{} failed after {n} attempt{} in {}ms ({}",

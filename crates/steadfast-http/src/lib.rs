@@ -16,8 +16,8 @@
 //!     .attempt_timeout(Duration::from_secs(2))
 //!     .build()?;
 //! let response = client.get("http://127.0.0.1:8080/users/7").send().await?;
-//! let report = response.report();
-//! println!("{} after {} attempts, {:?} waiting", response.status(), report.attempts, report.total_wait);
+//! let report = response.ending();
+//! println!("{} after {} attempts, {:?} waiting", response.status(), report.attempts, report.waited);
 //! # Ok(())
 //! # }
 //! ```
@@ -68,8 +68,14 @@
 //! a success, `info` for a failure, with the method, the URL without
 //! userinfo and with query values redacted ([`RedactedUrl`]), the attempt
 //! number, the status or error, the wait before it, and a `Retry-After`
-//! hint with whether `max_delay` clamped it. No header is ever logged, so
-//! neither `Authorization`, `Cookie` nor `Proxy-Authorization` can leak.
+//! hint with the wait it really gets (`retry_after_clamped`: capped at
+//! `max_delay`; `retry_after_past_deadline`: it does not fit the deadline,
+//! so the call stops). The same facts, typed, reach a hook set with
+//! [`ClientBuilder::on_attempt`] as an [`AttemptEvent`]. No header is ever
+//! logged, so neither `Authorization`, `Cookie` nor `Proxy-Authorization`
+//! can leak. How a whole call went (attempts, why it stopped, the time
+//! waited, the hedges) is the core's [`Ending`](steadfast::call::Ending),
+//! on the [`Response`] and the [`Error`].
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
@@ -79,21 +85,21 @@ mod classify;
 mod client;
 mod engine;
 mod error;
+mod event;
 #[doc(hidden)]
 pub mod fuzzing;
 #[cfg(feature = "middleware")]
 pub mod middleware;
 mod redact;
 mod replay;
-mod report;
 mod retry_after;
 
 pub use classify::{DefaultClassifier, Outcome, is_idempotent};
 pub use client::{BuildError, Client, ClientBuilder, RequestBuilder, Response};
 pub use error::{Error, NotRetried};
+pub use event::{AttemptEnd, AttemptEvent};
 pub use redact::RedactedUrl;
 pub use replay::ReqwestReplay;
-pub use report::Report;
 pub use retry_after::RetryAfter;
 
 /// The crate README's example, compiled as a doctest.

@@ -7,7 +7,7 @@
 //! sent on. Unlike `reqwest-retry`, it sees every response, so it honours
 //! `Retry-After`; it does not retry POST or 501 by default; a streaming
 //! body is sent (once) instead of failing; and the response says how many
-//! attempts it took ([`Report`](crate::Report) in its extensions).
+//! attempts it took (the core's [`Ending`](steadfast::call::Ending) in its extensions).
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -21,7 +21,7 @@
 //! let inner = reqwest::Client::builder().retry(reqwest::retry::never()).build()?;
 //! let client = ClientBuilder::new(inner).with(retry).build();
 //! let response = client.get("http://127.0.0.1:8080/users/7").send().await?;
-//! let attempts = response.extensions().get::<steadfast_http::Report>().map(|r| r.attempts);
+//! let attempts = response.extensions().get::<steadfast::call::Ending>().map(|e| e.attempts);
 //! # let _ = attempts;
 //! # Ok(())
 //! # }
@@ -29,7 +29,7 @@
 //!
 //! When the call gives up on a response (a 503 after the last attempt), the
 //! middleware returns that response, as the stack expects, with the
-//! [`Report`](crate::Report) and a [`GaveUp`] in its extensions; a call that ends without
+//! [`Ending`](steadfast::call::Ending) and a [`GaveUp`] in its extensions; a call that ends without
 //! a response returns `reqwest_middleware::Error::Middleware` wrapping an
 //! [`Error`](crate::Error) (downcast it for the reason, attempts and the
 //! transport error).
@@ -103,17 +103,17 @@ impl Middleware for RetryMiddleware {
             )
             .await
         {
-            Ok((mut response, report)) => {
-                response.extensions_mut().insert(report);
+            Ok((mut response, ending)) => {
+                response.extensions_mut().insert(ending);
                 Ok(response)
             }
             Err(error) => {
                 let reason = error.reason();
                 let elapsed = error.elapsed();
-                let report = error.report();
+                let ending = error.ending();
                 if error.status().is_some() {
                     if let Some(mut response) = error.into_response() {
-                        response.extensions_mut().insert(report);
+                        response.extensions_mut().insert(ending);
                         response.extensions_mut().insert(GaveUp { reason, elapsed });
                         return Ok(response);
                     }

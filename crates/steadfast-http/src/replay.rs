@@ -1,10 +1,11 @@
 //! Replay of `reqwest::Request`s for the engine's layers.
 
 use std::future::Pending;
+use std::time::Duration;
 
 use steadfast_tower::replay::{NotReplayable, Prepared, Preparing, Replay};
 
-use crate::attempt::Tracked;
+use crate::attempt::{Call, Sending};
 
 /// Replays a `reqwest::Request` with [`try_clone`](reqwest::Request::try_clone):
 /// a buffered body (bytes, text, JSON, a form) is shared by every attempt
@@ -47,31 +48,38 @@ impl Replay<reqwest::Request> for ReqwestReplay {
     }
 }
 
-impl<'a> Replay<Tracked<'a>> for ReqwestReplay {
-    type Request = Tracked<'a>;
-    type Source = Tracked<'a>;
-    type Prepare = Pending<Prepared<Tracked<'a>, Tracked<'a>>>;
+impl Replay<Call> for ReqwestReplay {
+    type Request = Sending;
+    type Source = Call;
+    type Prepare = Pending<Prepared<Call, Sending>>;
 
-    fn prepare(
-        &self,
-        tracked: Tracked<'a>,
-    ) -> Preparing<Self::Prepare, Self::Source, Self::Request> {
-        let Tracked { request, tracker } = tracked;
+    fn prepare(&self, call: Call) -> Preparing<Self::Prepare, Self::Source, Self::Request> {
+        let Call { request, deadline } = call;
         Preparing::Done(match prepare(request) {
-            Prepared::Replayable(request) => Prepared::Replayable(Tracked { request, tracker }),
-            Prepared::Once(request, why) => Prepared::Once(Tracked { request, tracker }, why),
+            Prepared::Replayable(request) => Prepared::Replayable(Call { request, deadline }),
+            // Sent once, so as attempt 1.
+            Prepared::Once(request, why) => Prepared::Once(
+                Sending {
+                    request,
+                    number: 1,
+                    waited: Duration::ZERO,
+                    deadline,
+                },
+                why,
+            ),
         })
     }
 
-    fn replay(&self, source: &Tracked<'a>, _: &steadfast::Attempt) -> Tracked<'a> {
-        Tracked {
+    fn replay(&self, source: &Call, attempt: &steadfast::Attempt) -> Sending {
+        Sending {
             request: copy(&source.request),
-            tracker: source.tracker,
+            number: attempt.number,
+            waited: attempt.waited,
+            deadline: source.deadline,
         }
     }
 }
 
-/// Whether a request can be copied: every body except a stream.
 pub(crate) fn is_replayable(request: &reqwest::Request) -> bool {
     request.body().is_none_or(|b| b.as_bytes().is_some())
 }

@@ -45,11 +45,11 @@ async fn recovers_after_n_503s() {
         .await
         .expect("recovers");
     assert_eq!(response.status(), 200);
-    let report = response.report();
+    let report = response.ending();
     assert_eq!(report.attempts, 4);
-    assert_eq!(report.hedges, 0);
+    assert_eq!(report.hedges(), 0);
     assert!(
-        report.total_wait >= Duration::from_millis(5 + 10 + 20),
+        report.waited >= Duration::from_millis(5 + 10 + 20),
         "{report:?}"
     );
     assert_eq!(response.text().await.expect("body"), "ok");
@@ -93,7 +93,7 @@ async fn final_statuses_are_not_retried() {
             .await
             .expect("a final response");
         assert_eq!(response.status().as_u16(), status);
-        assert_eq!(response.report().attempts, 1);
+        assert_eq!(response.ending().attempts, 1);
         assert_eq!(server.seen.requests(&path), 1);
     }
 }
@@ -123,7 +123,7 @@ async fn post_opted_in_is_retried_per_request_per_client_or_by_idempotency_key()
         .send()
         .await
         .expect("retried");
-    assert_eq!(response.report().attempts, 3);
+    assert_eq!(response.ending().attempts, 3);
     assert_eq!(server.seen.requests("/fail/2/503"), 3);
 
     let response = client(4)
@@ -133,7 +133,7 @@ async fn post_opted_in_is_retried_per_request_per_client_or_by_idempotency_key()
         .send()
         .await
         .expect("retried with an idempotency key");
-    assert_eq!(response.report().attempts, 2);
+    assert_eq!(response.ending().attempts, 2);
 
     let all = Client::builder()
         .backoff(backoff(5))
@@ -146,7 +146,7 @@ async fn post_opted_in_is_retried_per_request_per_client_or_by_idempotency_key()
         .send()
         .await
         .expect("retried by the client's rule");
-    assert_eq!(response.report().attempts, 2);
+    assert_eq!(response.ending().attempts, 2);
     assert!(
         server
             .seen
@@ -166,7 +166,7 @@ async fn a_buffered_body_is_replayed_on_every_attempt() {
     let seen = Arc::clone(&attempts);
     let client = Client::builder()
         .backoff(backoff(1))
-        .classify(steadfast::ClassifyFn::new(
+        .classify(steadfast::classify::ClassifyFn::new(
             move |o: &steadfast_http::Outcome| {
                 let n = seen.fetch_add(1, Ordering::SeqCst);
                 match o {
@@ -184,7 +184,7 @@ async fn a_buffered_body_is_replayed_on_every_attempt() {
         .send()
         .await
         .expect("third attempt accepted");
-    assert_eq!(response.report().attempts, 3);
+    assert_eq!(response.ending().attempts, 3);
     assert_eq!(response.bytes().await.expect("body"), "the same bytes");
     assert_eq!(server.seen.requests("/echo/0/x"), 3);
 }
@@ -228,7 +228,7 @@ async fn a_streaming_body_buffered_within_its_limit_is_replayed() {
         .send()
         .await
         .expect("recovers");
-    assert_eq!(response.report().attempts, 3);
+    assert_eq!(response.ending().attempts, 3);
     assert_eq!(response.text().await.expect("body"), "part one, part two");
     assert_eq!(server.seen.requests("/fail-echo/2/x"), 3);
 }
@@ -268,12 +268,12 @@ async fn retry_after_in_seconds_is_honoured() {
         .send()
         .await
         .expect("recovers");
-    assert_eq!(response.report().attempts, 2);
+    assert_eq!(response.ending().attempts, 2);
     // The schedule alone would have waited 5 ms.
     assert!(
-        response.report().total_wait >= Duration::from_millis(990),
+        response.ending().waited >= Duration::from_millis(990),
         "{:?}",
-        response.report()
+        response.ending()
     );
 }
 
@@ -285,12 +285,12 @@ async fn retry_after_as_a_date_is_honoured() {
         .send()
         .await
         .expect("recovers");
-    assert_eq!(response.report().attempts, 2);
+    assert_eq!(response.ending().attempts, 2);
     // The date has a resolution of a second: between 1 and 2 s from now.
     assert!(
-        response.report().total_wait >= Duration::from_millis(900),
+        response.ending().waited >= Duration::from_millis(900),
         "{:?}",
-        response.report()
+        response.ending()
     );
 }
 
@@ -310,7 +310,7 @@ async fn a_one_year_retry_after_under_a_2s_deadline_fails_at_once() {
         .expect_err("cannot wait a year");
     assert_eq!(err.reason(), StopReason::Deadline);
     assert_eq!(err.attempts(), 1);
-    assert_eq!(err.report().total_wait, Duration::ZERO);
+    assert_eq!(err.ending().waited, Duration::ZERO);
     assert!(started.elapsed() < Duration::from_secs(2));
     assert_eq!(server.seen.requests("/retry-after-secs/9/31536000"), 1);
 }
@@ -329,9 +329,9 @@ async fn a_hint_beyond_max_delay_is_clamped_to_it() {
         .send()
         .await
         .expect("waits max_delay, then succeeds");
-    assert_eq!(response.report().attempts, 2);
-    assert!(response.report().total_wait >= Duration::from_millis(190));
-    assert!(response.report().total_wait < Duration::from_secs(20));
+    assert_eq!(response.ending().attempts, 2);
+    assert!(response.ending().waited >= Duration::from_millis(190));
+    assert!(response.ending().waited < Duration::from_secs(20));
 }
 
 #[tokio::test]
@@ -356,11 +356,8 @@ async fn hostile_retry_after_values_neither_stall_nor_panic() {
             .send()
             .await
             .expect("recovers");
-        assert_eq!(response.report().attempts, 2, "{value}");
-        assert!(
-            response.report().total_wait < Duration::from_secs(5),
-            "{value}"
-        );
+        assert_eq!(response.ending().attempts, 2, "{value}");
+        assert!(response.ending().waited < Duration::from_secs(5), "{value}");
     }
 }
 
@@ -440,8 +437,8 @@ async fn hedged_get_returns_the_fast_copy_and_the_slow_one_is_closed() {
         .send()
         .await
         .expect("the fast copy");
-    assert_eq!(response.report().attempts, 2);
-    assert_eq!(response.report().hedges, 1);
+    assert_eq!(response.ending().attempts, 2);
+    assert_eq!(response.ending().hedges(), 1);
     assert_eq!(response.text().await.expect("body"), "fast");
     assert!(
         eventually(|| server.seen.cancelled.load(Ordering::SeqCst) == 1).await,
@@ -462,8 +459,8 @@ async fn a_failed_copy_sends_the_next_one_at_once() {
         .send()
         .await
         .expect("the second copy succeeds");
-    assert_eq!(response.report().attempts, 2);
-    assert_eq!(response.report().hedges, 1);
+    assert_eq!(response.ending().attempts, 2);
+    assert_eq!(response.ending().hedges(), 1);
     // Not after the 30 s hedging delay: at once, when the first copy failed.
     assert!(started.elapsed() < Duration::from_secs(10));
 }
@@ -480,7 +477,7 @@ async fn hedging_with_zero_delay_sends_all_copies_at_once() {
         .send()
         .await
         .expect("a fast copy");
-    assert_eq!(response.report().attempts, 3);
+    assert_eq!(response.ending().attempts, 3);
     assert_eq!(response.text().await.expect("body"), "fast");
 }
 
@@ -496,7 +493,7 @@ async fn post_is_never_hedged_by_default() {
         .send()
         .await
         .expect("ok");
-    assert_eq!(response.report().attempts, 1);
+    assert_eq!(response.ending().attempts, 1);
     assert_eq!(server.seen.requests("/fail/0/x"), 1);
 }
 
@@ -508,7 +505,7 @@ async fn a_connection_reset_mid_response_is_retried() {
         .send()
         .await
         .expect("the third connection answers");
-    assert_eq!(response.report().attempts, 3);
+    assert_eq!(response.ending().attempts, 3);
     assert_eq!(response.text().await.expect("body"), "ok");
     assert_eq!(server.connections.load(Ordering::SeqCst), 3);
 }
@@ -559,8 +556,8 @@ async fn a_thousand_calls_with_20_percent_503s_all_succeed_without_leaks() {
     for r in results {
         let response = r.expect("every call succeeds within 10 attempts");
         assert_eq!(response.status(), 200);
-        attempts += response.report().attempts;
-        retried += u32::from(response.report().attempts > 1);
+        attempts += response.ending().attempts;
+        retried += u32::from(response.ending().attempts > 1);
         assert_eq!(response.text().await.expect("body"), "ok");
     }
     assert_eq!(server.seen.requests("/random/20/x"), attempts);
@@ -591,7 +588,7 @@ async fn calls_can_be_spawned() {
     let server = Server::start().await;
     let call = spawnable(client(2).get(server.url("/fail/1/503")).send());
     let response = tokio::spawn(call).await.expect("joined").expect("recovers");
-    assert_eq!(response.report().attempts, 2);
+    assert_eq!(response.ending().attempts, 2);
 }
 
 #[tokio::test]

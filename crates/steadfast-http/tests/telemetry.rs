@@ -63,7 +63,7 @@ async fn one_event_per_attempt_with_no_secrets() {
         .send()
         .await
         .expect("recovers on the third attempt");
-    assert_eq!(response.report().attempts, 3);
+    assert_eq!(response.ending().attempts, 3);
 
     let text = String::from_utf8(capture.0.lock().expect("lock").clone()).expect("utf-8");
     for secret in [

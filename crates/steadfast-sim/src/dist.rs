@@ -14,7 +14,7 @@
 //! Units: `ns`, `us`, `ms`, `s`, `m`, `h`. Weights may also be written as `98%`.
 //!
 //! ```
-//! use steadfast::Rng;
+//! use steadfast::backoff::Rng;
 //! use steadfast_sim::Latency;
 //!
 //! let latency: Latency = "0.98*exp:1ms + 0.02*exp:200ms".parse()?;
@@ -30,7 +30,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use serde::{Serialize, Serializer};
-use steadfast::Rng;
+use steadfast::backoff::Rng;
 
 use crate::SimError;
 
@@ -139,7 +139,7 @@ impl Latency {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use steadfast::Rng;
+    /// use steadfast::backoff::Rng;
     /// use steadfast_sim::Latency;
     /// let mut rng = Rng::with_seed(3);
     /// let d = Latency::Exponential { mean: Duration::from_millis(10) }.sample(&mut rng);
@@ -152,7 +152,7 @@ impl Latency {
     /// One draw in nanoseconds, clamped to [`MAX_SAMPLE`].
     ///
     /// ```
-    /// use steadfast::Rng;
+    /// use steadfast::backoff::Rng;
     /// use steadfast_sim::Latency;
     /// let fixed: Latency = "const:1ms".parse()?;
     /// assert_eq!(fixed.sample_nanos(&mut Rng::with_seed(0)), 1_000_000);

@@ -15,7 +15,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use steadfast::Clock;
+//! use steadfast::clock::Clock;
 //! use steadfast_sim::engine::Engine;
 //!
 //! let mut engine = Engine::new(7);
@@ -34,7 +34,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use steadfast::{Clock, Rng};
+use steadfast::backoff::Rng;
+use steadfast::clock::Clock;
 
 /// Nanoseconds since the start of a simulation.
 pub type Nanos = u64;
@@ -70,7 +71,7 @@ pub fn secs(n: Nanos) -> f64 {
 /// time (the engine's events are the only way time passes).
 ///
 /// ```
-/// use steadfast::Clock;
+/// use steadfast::clock::Clock;
 /// let mut engine = steadfast_sim::engine::Engine::new(0);
 /// let clock = engine.clock().clone();
 /// engine.schedule(2_000, ());
@@ -276,7 +277,7 @@ impl<E> Engine<E> {
     /// The current virtual time as an `Instant` on the clock's time line.
     ///
     /// ```
-    /// use steadfast::Clock;
+    /// use steadfast::clock::Clock;
     /// let engine: steadfast_sim::engine::Engine<()> = steadfast_sim::engine::Engine::new(1);
     /// assert_eq!(engine.instant(), engine.clock().now());
     /// ```
@@ -372,7 +373,7 @@ impl<E> Engine<E> {
 
 #[cfg(test)]
 mod tests {
-    use steadfast::Clock;
+    use steadfast::clock::Clock;
 
     use super::*;
 

@@ -9,7 +9,8 @@ use std::path::PathBuf;
 /// runs, and the first broken rule comes back as [`SimError::Config`].
 ///
 /// ```
-/// use steadfast_sim::{SimError, herd::HerdConfig};
+/// use steadfast_sim::herd::HerdConfig;
+/// use steadfast_sim::SimError;
 ///
 /// let config = HerdConfig { clients: 0, ..HerdConfig::default() };
 /// let err = steadfast_sim::herd::run(&config).unwrap_err();

@@ -3,7 +3,7 @@
 //! A discrete-event simulator that shows what backoff, retry control and
 //! hedging strategies do to a server. It drives steadfast's **real** schedules,
 //! retry policies and controls on virtual time: every delay comes from a
-//! [`Schedule::next_delay`](steadfast::Schedule::next_delay), every retry
+//! [`Schedule::next_delay`](steadfast::backoff::Schedule::next_delay), every retry
 //! decision from the retry engine, every admission or refusal from a
 //! [`RetryControl`](steadfast::RetryControl), every hedge from a
 //! [`HedgePolicy`](steadfast::HedgePolicy). The simulator models only the
@@ -26,7 +26,7 @@
 //! # Ok::<(), steadfast_sim::SimError>(())
 //! ```
 //!
-//! Same seed, same numbers, bit for bit: one seeded [`Rng`](steadfast::Rng)
+//! Same seed, same numbers, bit for bit: one seeded [`Rng`](steadfast::backoff::Rng)
 //! per simulation, forked per client, and an event queue ordered by (time,
 //! sequence number).
 #![warn(missing_docs)]

@@ -284,7 +284,7 @@ mod tests {
 
     #[test]
     fn streamed_peak_is_within_one_step_of_the_exact_one() {
-        let mut rng = steadfast::Rng::with_seed(3);
+        let mut rng = steadfast::backoff::Rng::with_seed(3);
         let mut t = 0u64;
         let mut times = Vec::new();
         let mut streamed = SlidingPeak::new(1_000);

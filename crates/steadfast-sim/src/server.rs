@@ -15,7 +15,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use steadfast::Rng;
+//! use steadfast::backoff::Rng;
 //! use steadfast_sim::Latency;
 //! use steadfast_sim::server::{Arrival, Server, ServerConfig};
 //!
@@ -37,7 +37,7 @@
 use std::collections::VecDeque;
 
 use serde::Serialize;
-use steadfast::Rng;
+use steadfast::backoff::Rng;
 
 use crate::engine::Nanos;
 use crate::error::check;
@@ -186,7 +186,7 @@ impl<R> Server<R> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use steadfast::Rng;
+    /// use steadfast::backoff::Rng;
     /// use steadfast_sim::server::{Arrival, Server, ServerConfig};
     /// let config = ServerConfig { concurrency: 1, queue_limit: 5, latency: "const:1ms".parse()? };
     /// let mut server = Server::new(&config)?;
@@ -230,7 +230,7 @@ impl<R> Server<R> {
     /// service times. Requests in service are never cut short.
     ///
     /// ```
-    /// use steadfast::Rng;
+    /// use steadfast::backoff::Rng;
     /// use steadfast_sim::server::{Arrival, Server, ServerConfig};
     /// let mut server = Server::new(&ServerConfig { concurrency: 4, ..Default::default() })?;
     /// let mut rng = Rng::with_seed(0);
@@ -267,7 +267,7 @@ impl<R> Server<R> {
     /// dropped and returned, so the caller can fail them) or brings it up.
     ///
     /// ```
-    /// use steadfast::Rng;
+    /// use steadfast::backoff::Rng;
     /// use steadfast_sim::server::{Arrival, Server, ServerConfig};
     /// let mut server = Server::new(&ServerConfig { concurrency: 1, ..Default::default() })?;
     /// let mut rng = Rng::with_seed(0);

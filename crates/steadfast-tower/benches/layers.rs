@@ -133,7 +133,7 @@ impl<F: std::future::Future<Output = Result<u64, Infallible>> + Unpin> std::futu
         use steadfast::Classify;
         let outcome = std::task::ready!(std::pin::Pin::new(&mut self.attempt).poll(cx));
         assert!(self.kept.is_some(), "polled after it completed");
-        let verdict = steadfast::AnyError.classify(&outcome);
+        let verdict = steadfast::classify::AnyError.classify(&outcome);
         self.kept = None;
         match outcome {
             Ok(value) if verdict == steadfast::Verdict::Success => Poll::Ready(Ok(value)),

@@ -59,8 +59,9 @@ use http_body_util::Full;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use steadfast::hedge::AdaptiveDelay;
-use steadfast::{AsyncClock, HedgePolicy};
+use steadfast::HedgePolicy;
+use steadfast::clock::AsyncClock;
+use steadfast::policy::AdaptiveDelay;
 use steadfast_tower::replay::HttpReplay;
 use steadfast_tower::{HedgeLayer, PreciseClock};
 use tower::{Layer, ServiceExt};
@@ -390,7 +391,7 @@ fn main() {
                                     let call = layer.run_reported(client.clone(), request(&url));
                                     async move {
                                         let report = call.await;
-                                        let s = report.stats;
+                                        let s = report.hedge.unwrap_or_default();
                                         let detail = format!(
                                             "{}/{}/{:.2}",
                                             s.sent,

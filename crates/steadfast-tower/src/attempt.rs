@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 
 use pin_project_lite::pin_project;
 use steadfast::Attempt;
-use steadfast::retry::Operation;
+use steadfast::call::Operation;
 use tower_service::Service;
 
 use crate::replay::{Prepared, Replay};

@@ -9,9 +9,10 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use pin_project_lite::pin_project;
+use steadfast::classify::{AnyError, ClassifyFn};
+use steadfast::clock::{Clock, DefaultClock};
 use steadfast::control::{Grant, Outcome, Refusal};
-use steadfast::retry::DefaultClock;
-use steadfast::{AnyError, Classify, ClassifyFn, Clock, RetryControl, Verdict};
+use steadfast::{Classify, RetryControl};
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -20,8 +21,7 @@ use tower_service::Service;
 /// an open circuit breaker refuses here, locally, with
 /// [`ControlError::Refused`], without calling the service), and every
 /// outcome is [recorded](RetryControl::record), as the classifier judges it
-/// (`Success` as a success, `Retry`/`RetryAfter` as a retryable failure,
-/// `Stop` not at all). A control that
+/// and [`Outcome::of`] maps it (the rule every executor follows). A control that
 /// [wants durations](RetryControl::wants_durations) (a breaker counting
 /// slow calls) gets each call's, timed on the layer's clock; no other reads
 /// a clock. A call dropped before it finished gives its admission back
@@ -255,14 +255,7 @@ where
                 let took = started
                     .as_ref()
                     .map(|(clock, at)| clock.now().saturating_duration_since(*at));
-                let outcome = match classify.classify(&out) {
-                    Verdict::Success => Some(Outcome::Success),
-                    Verdict::Retry | Verdict::RetryAfter(_) | Verdict::StopSending => {
-                        Some(Outcome::RetryableFailure)
-                    }
-                    Verdict::Stop => None,
-                };
-                admitted.settle(outcome, took);
+                admitted.settle(Outcome::of(classify.classify(&out)), took);
                 Poll::Ready(out.map_err(ControlError::Inner))
             }
             StateProj::Refused { refused } => {

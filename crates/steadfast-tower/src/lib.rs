@@ -54,7 +54,7 @@
 //!
 //! ## Time
 //!
-//! Layers read time and sleep on a [`Clock`](steadfast::Clock): tokio's by
+//! Layers read time and sleep on a [`Clock`](steadfast::clock::Clock): tokio's by
 //! default (with the default `tokio` feature), a virtual one in tests, or
 //! [`PreciseClock`], whose sleeps end when they are due instead of on
 //! tokio's next millisecond tick: what hedging delays of a millisecond or
@@ -94,6 +94,7 @@ mod attempt;
 mod control;
 pub mod deadline;
 pub mod hedge;
+pub mod layer;
 mod policy;
 mod prepare;
 pub mod replay;
@@ -103,6 +104,7 @@ mod timer;
 pub use control::{Control, ControlError, ControlFuture, ControlLayer};
 pub use deadline::{DeadlineLayer, ServerDeadlineLayer, SetDeadlineHeaderLayer};
 pub use hedge::{HedgeLayer, HedgeService};
+pub use layer::{PolicyLayer, PolicyService};
 pub use retry::{RetryLayer, RetryService};
 pub use timer::{PreciseClock, PreciseSleep};
 

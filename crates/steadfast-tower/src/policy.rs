@@ -1,52 +1,80 @@
 //! The policy a layer's call runs under: the layer's own, or its
-//! one-attempt twin for a request that cannot be sent again. Both are kept
-//! behind `Arc`s made when the layer is, so a call copies two pointers, not
-//! a policy.
+//! one-attempt twin for a request that cannot be sent again. The twin is
+//! made once, when the layer is, and kept behind an `Arc`, so a call copies
+//! a pointer, not a policy. One set of types for retry and hedge alike.
 
-use std::borrow::Borrow;
 use std::fmt;
 use std::sync::Arc;
 
-use steadfast::retry::AsPolicy;
+use steadfast::backoff::Schedule;
+use steadfast::call::Lend;
 use steadfast::{HedgePolicy, RetryPolicy};
 
 use crate::replay::{Prepared, Preparing};
 
-/// A layer's retry policy, and its one-attempt twin behind an `Arc` (made
-/// once, when the layer is).
-pub(crate) struct RetryPolicies<P: AsPolicy> {
+/// A policy a [`PolicyLayer`](crate::layer::PolicyLayer) can run calls
+/// under: [`RetryPolicy`] (retries) and [`HedgePolicy`] (hedges). Sealed.
+pub trait LayerPolicy: Sized + Lend<Policy = Self> + sealed::Sealed {
+    /// The same policy with one attempt, for requests sent once.
+    #[doc(hidden)]
+    fn single_attempt(&self) -> Self;
+
+    /// Whether a call's first attempt can run without the core (see
+    /// [`RetryPolicy::is_lean`]); a hedge never can (its timer must run).
+    #[doc(hidden)]
+    fn is_lean(&self) -> bool;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl<S> Sealed for steadfast::RetryPolicy<S> {}
+    impl Sealed for steadfast::HedgePolicy {}
+}
+
+impl<S: Schedule + Clone> LayerPolicy for RetryPolicy<S> {
+    fn single_attempt(&self) -> Self {
+        RetryPolicy::single_attempt(self)
+    }
+
+    fn is_lean(&self) -> bool {
+        RetryPolicy::is_lean(self)
+    }
+}
+
+impl LayerPolicy for HedgePolicy {
+    fn single_attempt(&self) -> Self {
+        HedgePolicy::single_attempt(self)
+    }
+
+    fn is_lean(&self) -> bool {
+        false
+    }
+}
+
+/// A layer's policy, and its one-attempt twin behind an `Arc`.
+pub(crate) struct Policies<P: Lend> {
     shared: P,
-    once: Arc<RetryPolicy<P::Schedule>>,
-    /// `shared.as_policy().is_lean()`, kept here (a policy does not change
+    single: Arc<P::Policy>,
+    /// `shared.policy().is_lean()`, kept here (a policy does not change
     /// once built), so the hot path reads it without following the pointer.
     lean: bool,
 }
 
-impl<P: AsPolicy> RetryPolicies<P>
+impl<P: Lend> Policies<P>
 where
-    P::Schedule: Clone,
+    P::Policy: LayerPolicy,
 {
     pub(crate) fn new(policy: P) -> Self {
-        let once = {
-            let p = policy.as_policy();
-            // One attempt is always a valid setting; keep the policy as it
-            // is should that ever change.
-            p.to_builder()
-                .max_attempts(1)
-                .build()
-                .unwrap_or_else(|_| p.clone())
-        };
         Self {
-            lean: policy.as_policy().is_lean(),
+            lean: policy.policy().is_lean(),
+            single: Arc::new(policy.policy().single_attempt()),
             shared: policy,
-            once: Arc::new(once),
         }
     }
 }
 
-impl<P: AsPolicy> RetryPolicies<P> {
-    /// Whether a replayable request's call is lean (see
-    /// [`RetryPolicy::is_lean`]).
+impl<P: Lend> Policies<P> {
+    /// Whether a replayable request's call is lean.
     #[inline]
     pub(crate) fn is_lean(&self) -> bool {
         self.lean
@@ -59,7 +87,7 @@ impl<P: AsPolicy> RetryPolicies<P> {
     }
 }
 
-impl<P: AsPolicy + Clone> RetryPolicies<P> {
+impl<P: Lend + Clone> Policies<P> {
     /// What a call takes along: the policy it needs if its request is
     /// prepared already, both if that is still to be seen.
     #[inline]
@@ -69,134 +97,67 @@ impl<P: AsPolicy + Clone> RetryPolicies<P> {
                 PolicyFor::Decided(CallPolicy::Shared(self.shared.clone()))
             }
             Preparing::Done(Prepared::Once(..)) => {
-                PolicyFor::Decided(CallPolicy::Once(Arc::clone(&self.once)))
+                PolicyFor::Decided(CallPolicy::Single(Arc::clone(&self.single)))
             }
             Preparing::Reading(_) => PolicyFor::Undecided(self.clone()),
         }
     }
 }
 
-impl<P: AsPolicy + Clone> Clone for RetryPolicies<P> {
+impl<P: Lend + Clone> Clone for Policies<P> {
     fn clone(&self) -> Self {
         Self {
             shared: self.shared.clone(),
-            once: Arc::clone(&self.once),
+            single: Arc::clone(&self.single),
             lean: self.lean,
         }
     }
 }
 
-impl<P: AsPolicy> fmt::Debug for RetryPolicies<P>
+impl<P: Lend> fmt::Debug for Policies<P>
 where
-    P::Schedule: fmt::Debug,
+    P::Policy: fmt::Debug,
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self.shared.as_policy(), f)
+        fmt::Debug::fmt(self.shared.policy(), f)
     }
 }
 
 /// The policy a call carries until its request is prepared.
-pub(crate) enum PolicyFor<P: AsPolicy> {
+pub(crate) enum PolicyFor<P: Lend> {
     /// Known: the request was prepared when the call was made.
     Decided(CallPolicy<P>),
     /// Both, until the request is prepared.
-    Undecided(RetryPolicies<P>),
+    Undecided(Policies<P>),
 }
 
-impl<P: AsPolicy> PolicyFor<P> {
+impl<P: Lend> PolicyFor<P> {
     /// The policy for a request that is (`true`) or is not replayable.
     #[inline]
     pub(crate) fn decide(self, replayable: bool) -> CallPolicy<P> {
         match self {
             Self::Decided(policy) => policy,
             Self::Undecided(both) if replayable => CallPolicy::Shared(both.shared),
-            Self::Undecided(both) => CallPolicy::Once(both.once),
+            Self::Undecided(both) => CallPolicy::Single(both.single),
         }
     }
 }
 
-/// A layer's retry policy for one call.
-pub(crate) enum CallPolicy<P: AsPolicy> {
+/// A layer's policy for one call.
+pub(crate) enum CallPolicy<P: Lend> {
     /// The layer's policy.
     Shared(P),
     /// Its one-attempt twin, for a request that cannot be replayed.
-    Once(Arc<RetryPolicy<P::Schedule>>),
+    Single(Arc<P::Policy>),
 }
 
-impl<P: AsPolicy> AsPolicy for CallPolicy<P> {
-    type Schedule = P::Schedule;
+impl<P: Lend> Lend for CallPolicy<P> {
+    type Policy = P::Policy;
 
     #[inline]
-    fn as_policy(&self) -> &RetryPolicy<P::Schedule> {
+    fn policy(&self) -> &P::Policy {
         match self {
-            Self::Shared(p) => p.as_policy(),
-            Self::Once(p) => p,
-        }
-    }
-}
-
-/// A layer's hedge policy and its single-copy twin.
-pub(crate) struct HedgePolicies<P> {
-    pub(crate) shared: Arc<P>,
-    pub(crate) single: Arc<HedgePolicy>,
-}
-
-impl<P: Borrow<HedgePolicy>> HedgePolicies<P> {
-    pub(crate) fn new(policy: P) -> Self {
-        let single = {
-            let p: &HedgePolicy = policy.borrow();
-            p.to_builder()
-                .max_attempts(1)
-                .build()
-                .unwrap_or_else(|_| p.clone())
-        };
-        Self {
-            shared: Arc::new(policy),
-            single: Arc::new(single),
-        }
-    }
-}
-
-impl<P> HedgePolicies<P> {
-    /// The policy for a request that is (`true`) or is not replayable.
-    #[inline]
-    pub(crate) fn for_call(self, replayable: bool) -> HedgeCallPolicy<P> {
-        if replayable {
-            HedgeCallPolicy::Shared(self.shared)
-        } else {
-            HedgeCallPolicy::Single(self.single)
-        }
-    }
-}
-
-impl<P> Clone for HedgePolicies<P> {
-    fn clone(&self) -> Self {
-        Self {
-            shared: Arc::clone(&self.shared),
-            single: Arc::clone(&self.single),
-        }
-    }
-}
-
-impl<P: Borrow<HedgePolicy>> fmt::Debug for HedgePolicies<P> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(Borrow::<HedgePolicy>::borrow(&*self.shared), f)
-    }
-}
-
-/// A layer's hedge policy for one call.
-pub(crate) enum HedgeCallPolicy<P> {
-    /// The layer's policy.
-    Shared(Arc<P>),
-    /// Its single-copy twin, for a request that cannot be replayed.
-    Single(Arc<HedgePolicy>),
-}
-
-impl<P: Borrow<HedgePolicy>> Borrow<HedgePolicy> for HedgeCallPolicy<P> {
-    #[inline]
-    fn borrow(&self) -> &HedgePolicy {
-        match self {
-            Self::Shared(p) => (**p).borrow(),
+            Self::Shared(p) => p.policy(),
             Self::Single(p) => p,
         }
     }

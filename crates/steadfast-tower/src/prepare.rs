@@ -7,8 +7,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use pin_project_lite::pin_project;
-use steadfast::hedge::HedgeReport;
-use steadfast::{HedgeError, Report, RetryError, StopReason};
+use steadfast::{Report, RetryError};
 
 use crate::replay::{NotReplayable, Prepared, Preparing};
 
@@ -32,40 +31,16 @@ pub(crate) trait SentOnce {
 }
 
 impl<T, E> SentOnce for Result<T, RetryError<E>> {
+    #[inline]
     fn sent_once(self) -> Self {
-        self.map_err(|e| match e.reason() {
-            StopReason::Exhausted => e.with_reason(StopReason::NotReplayable),
-            _ => e,
-        })
-    }
-}
-
-impl<T, E> SentOnce for Result<T, HedgeError<E>> {
-    fn sent_once(self) -> Self {
-        self.map_err(|e| match e.reason() {
-            StopReason::Exhausted => e.with_reason(StopReason::NotReplayable),
-            _ => e,
-        })
+        self.map_err(RetryError::sent_once)
     }
 }
 
 impl<T, E> SentOnce for Report<T, E> {
-    fn sent_once(mut self) -> Self {
-        if self.stop == Some(StopReason::Exhausted) {
-            self.stop = Some(StopReason::NotReplayable);
-        }
-        self.result = self.result.sent_once();
-        self
-    }
-}
-
-impl<T, E> SentOnce for HedgeReport<T, E> {
-    fn sent_once(mut self) -> Self {
-        if self.stop == Some(StopReason::Exhausted) {
-            self.stop = Some(StopReason::NotReplayable);
-        }
-        self.result = self.result.sent_once();
-        self
+    #[inline]
+    fn sent_once(self) -> Self {
+        Report::sent_once(self)
     }
 }
 

@@ -9,7 +9,7 @@ use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use steadfast::{AsyncClock, Clock};
+use steadfast::clock::{AsyncClock, Clock};
 
 /// A clock whose sleeps end within tens of microseconds of when they are due.
 ///
@@ -31,7 +31,7 @@ use steadfast::{AsyncClock, Clock};
 ///
 /// ```
 /// use std::time::{Duration, Instant};
-/// use steadfast::AsyncClock;
+/// use steadfast::clock::AsyncClock;
 /// use steadfast_tower::PreciseClock;
 ///
 /// # futures::executor::block_on(async {

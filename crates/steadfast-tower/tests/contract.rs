@@ -401,9 +401,9 @@ async fn a_reported_run_says_how_the_call_ended() {
     assert!(report.succeeded());
     assert_eq!(
         (
-            report.stats.sent,
-            report.stats.winner,
-            report.stats.cancelled
+            report.hedge.unwrap().sent,
+            report.hedge.unwrap().winner,
+            report.hedge.unwrap().cancelled
         ),
         (2, Some(2), 1)
     );

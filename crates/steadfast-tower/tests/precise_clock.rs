@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use steadfast::AsyncClock;
+use steadfast::clock::AsyncClock;
 use steadfast_tower::PreciseClock;
 
 #[test]

@@ -14,7 +14,8 @@ use std::time::Duration;
 use backoff::backoff::Backoff as _;
 use backon::BackoffBuilder as _;
 use criterion::{Criterion, criterion_group, criterion_main};
-use steadfast::{Backoff, Rng, Schedule, ScheduleState};
+use steadfast::Backoff;
+use steadfast::backoff::{Rng, Schedule, ScheduleState};
 
 const N: usize = 10;
 

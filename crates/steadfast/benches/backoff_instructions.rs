@@ -21,7 +21,8 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use steadfast::{Backoff, Jitter, Rng, Schedule, ScheduleState};
+use steadfast::backoff::{Rng, Schedule, ScheduleState};
+use steadfast::{Backoff, Jitter};
 
 #[inline(never)]
 fn run(schedule: &Backoff, iterations: u64) {

@@ -23,7 +23,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use steadfast::hedge::AdaptiveDelay;
+use steadfast::policy::AdaptiveDelay;
 use steadfast::{Attempt, HedgePolicy, Hedgeable};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};

@@ -30,8 +30,8 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::get;
 use steadfast::clock::{Clock, TokioClock};
-use steadfast::deadline::{self, DeadlineHeader};
-use steadfast::{Attempt, Deadline, RetryPolicy, Retryable, Verdict};
+use steadfast::deadline::DeadlineHeader;
+use steadfast::{Attempt, Deadline, RetryPolicy, Retryable, Verdict, deadline};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 

@@ -22,7 +22,8 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use steadfast::{Attempt, HedgePolicy, HedgeStats, Hedgeable};
+use steadfast::call::HedgeStats;
+use steadfast::{Attempt, HedgePolicy, Hedgeable};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 

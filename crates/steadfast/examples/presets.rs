@@ -8,7 +8,8 @@
 
 use std::time::Duration;
 
-use steadfast::{Backoff, ConfigError, GrpcConnectionBackoff, Schedule};
+use steadfast::backoff::{GrpcConnectionBackoff, Schedule};
+use steadfast::{Backoff, ConfigError};
 
 const SEED: u64 = 2015;
 const SHOWN: usize = 8;

@@ -6,63 +6,8 @@
 //! response that arrived as `Ok` (an HTTP 503, say) can be retried too.
 
 use std::fmt;
-use std::time::Duration;
 
-/// What a classifier says about one attempt's outcome.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Verdict {
-    /// Done: hand the outcome to the caller.
-    Success,
-    /// A transient failure: retry after the schedule's next delay.
-    Retry,
-    /// A transient failure with a server hint: retry after this delay
-    /// (clamped by the policy), then start the backoff curve over.
-    RetryAfter(Duration),
-    /// A permanent failure: stop now and return it. Copies of a
-    /// [hedged](crate::hedge) call still in flight are cancelled.
-    Stop,
-    /// A failure that forbids any further attempt but not the ones already
-    /// sent: gRFC A6's server pushback saying "do not retry". No new attempt
-    /// or hedge is sent; a hedged call lets the copies in flight finish (the
-    /// first success among them still wins) and stops when they are done.
-    /// For a retry, where one attempt runs at a time, it stops the call at
-    /// once, like [`Stop`](Self::Stop). Unlike `Stop`, the retry control
-    /// hears it as a retryable failure, so it counts against a token bucket
-    /// or a circuit breaker.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use steadfast::clock::VirtualClock;
-    /// use steadfast::{HedgeAction, HedgeDecision, HedgePolicy, Verdict};
-    ///
-    /// let policy = HedgePolicy::builder(Duration::from_millis(10)).max_attempts(3).build()?;
-    /// let clock = VirtualClock::manual();
-    /// let mut call = policy.start(&clock, None);
-    /// let _ = policy.send_due(&mut call, &clock); // copy 1
-    /// clock.advance(Duration::from_millis(10));
-    /// let _ = policy.send_due(&mut call, &clock); // copy 2
-    /// // Copy 2's server forbids retries: copy 1 runs on, copy 3 is never sent.
-    /// assert_eq!(policy.on_outcome(&mut call, 2, Verdict::StopSending, &clock), HedgeDecision::Continue);
-    /// assert!(!matches!(policy.send_due(&mut call, &clock), HedgeAction::Send(_)));
-    /// assert_eq!(policy.on_outcome(&mut call, 1, Verdict::Success, &clock), HedgeDecision::Succeed);
-    /// # Ok::<(), steadfast::ConfigError>(())
-    /// ```
-    StopSending,
-}
-
-impl Verdict {
-    /// Whether the verdict asks for another attempt.
-    ///
-    /// ```
-    /// use steadfast::Verdict;
-    /// assert!(Verdict::Retry.is_retry());
-    /// assert!(!Verdict::Stop.is_retry());
-    /// ```
-    #[must_use]
-    pub const fn is_retry(self) -> bool {
-        matches!(self, Self::Retry | Self::RetryAfter(_))
-    }
-}
+use crate::call::Verdict;
 
 /// Turns an attempt's outcome into a [`Verdict`].
 ///
@@ -92,7 +37,8 @@ pub trait Classify<T, E> {
 /// The default classifier: every `Ok` is a success, every `Err` is retried.
 ///
 /// ```
-/// use steadfast::{AnyError, Classify, Verdict};
+/// use steadfast::classify::AnyError;
+/// use steadfast::{Classify, Verdict};
 /// assert_eq!(AnyError.classify(&Err::<(), _>("refused")), Verdict::Retry);
 /// assert_eq!(AnyError.classify(&Ok::<_, ()>(1)), Verdict::Success);
 /// ```
@@ -114,7 +60,8 @@ impl<T, E> Classify<T, E> for AnyError {
 /// permanent. Made by the executors' `.when(..)`.
 ///
 /// ```
-/// use steadfast::{Classify, Verdict, When};
+/// use steadfast::classify::When;
+/// use steadfast::{Classify, Verdict};
 /// let transient = When::new(|e: &std::io::ErrorKind| *e == std::io::ErrorKind::ConnectionRefused);
 /// assert_eq!(transient.classify(&Err::<(), _>(std::io::ErrorKind::ConnectionRefused)), Verdict::Retry);
 /// assert_eq!(transient.classify(&Err::<(), _>(std::io::ErrorKind::PermissionDenied)), Verdict::Stop);
@@ -151,7 +98,8 @@ impl<T, E, F: Fn(&E) -> bool> Classify<T, E> for When<F> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use steadfast::{Classify, ClassifyFn, Verdict};
+/// use steadfast::classify::ClassifyFn;
+/// use steadfast::{Classify, Verdict};
 /// let c = ClassifyFn::new(|r: &Result<u16, ()>| match r {
 ///     Ok(429) => Verdict::RetryAfter(Duration::from_secs(1)),
 ///     Ok(s) if *s >= 500 => Verdict::Retry,

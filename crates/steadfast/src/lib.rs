@@ -5,41 +5,54 @@
 //!
 //! ## Which type to reach for
 //!
+//! The crate root holds what a program writes; everything that drives the
+//! engine (per-call states, decisions, the output forms) is public in its
+//! module.
+//!
 //! | you want to | reach for |
 //! |---|---|
 //! | retry an async call | [`Retryable::retry`] on any `FnMut(Attempt) -> Future`, with a [`RetryPolicy`] (built by [`RetryPolicy::builder`], shared by every call) |
 //! | retry a blocking call | [`BlockingRetryable::retry_blocking`], same policy |
-//! | know which attempt this is, and its time left | [`Attempt`] (`number`, `deadline`, [`Attempt::time_left`]) |
-//! | pick the waits between attempts | [`Backoff`]: `constant`, `linear`, `exponential`, `fibonacci`, `decorrelated`, `grpc_go`, `grpc_a6`... with a [`Jitter`]; [`GrpcConnectionBackoff`] for reconnects; any [`Schedule`] of yours |
+//! | cut the latency tail with a second copy | [`Hedgeable::hedge`] with a [`HedgePolicy`]; [`policy::AdaptiveDelay`] for a delay that follows a latency quantile |
+//! | know which attempt this is, its time left, the wait before it | [`Attempt`] (`number`, `deadline`, `waited`, [`Attempt::time_left`]) |
+//! | pick the waits between attempts | [`Backoff`]: `constant`, `linear`, `exponential`, `fibonacci`, `decorrelated`, `grpc_go`, `grpc_a6`... with a [`Jitter`]; [`backoff::GrpcConnectionBackoff`] for reconnects; any [`backoff::Schedule`] of yours |
 //! | say which outcomes to retry, and honour a server's hint | `.when(predicate)`, or `.classify(..)` returning a [`Verdict`] (`Success`, `Retry`, `RetryAfter(hint)`, `Stop`, and `StopSending`: no more attempts, copies in flight run on); a [`Classify`] type of yours |
-//! | know why a call gave up | [`RetryError`] and its [`StopReason`] |
-//! | know how a call ended, success or not (attempts made, time waited, a retried `Ok` that ran out) | `.report()`: a [`Report`] (retries) or a [`hedge::HedgeReport`] (hedges, with the copies' stats) |
+//! | know why a call gave up | [`RetryError`] (retried or hedged alike) and its [`StopReason`] |
+//! | know how a call ended, success or not (attempts made, time waited, a retried `Ok` that ran out, the copies of a hedge) | `.report()`: a [`Report`]; without the result, its [`call::Ending`] |
 //! | log or measure each retry | `.notify(..)`: a hook that gets a [`Notice`] (attempt, error, wait, time left) before each wait |
 //! | bound a whole call chain in time | [`Deadline`]; [`deadline::scope`] / [`deadline::scope_async`] to set the ambient one, [`deadline::current`] to read it |
 //! | send the time left to the next service, read it back | [`deadline::DeadlineHeader`] (`x-steadfast-timeout`, or `grpc-timeout`), [`deadline::GrpcTimeout`], [`deadline::TimeBudget`] |
 //! | stop a server's work when its caller stops waiting | [`deadline::DeadlineGuard`], [`deadline::timeout_at`] |
-//! | connect, retrying until a deadline | [`deadline::Connector`] (the gRPC connection backoff) |
+//! | connect, retrying until a deadline | [`retry::Connector`] (the gRPC connection backoff) |
 //! | keep retries from becoming a storm, across calls | a [`RetryControl`] shared through an `Arc`: [`control::RetryBudget`], [`control::TokenBucket`] (gRFC A6), [`control::AdaptiveThrottle`], [`control::FailureWindow`] |
 //! | stop calling a dependency that is down | [`control::CircuitBreaker`]; several controls at once: [`control::AllOf`] |
-//! | cut the latency tail with a second copy | [`Hedgeable::hedge`] with a [`HedgePolicy`]; [`hedge::AdaptiveDelay`] for a delay that follows a latency quantile |
+//! | bound retries and hedges alike (one cap on any wait, one overall limit, one control) | [`policy::Limits`], set on either builder with `.limits(..)`; [`policy::Limits::wait`] says the wait a server's hint really gets |
 //! | stop a call from outside | [`CancelToken`] (`.cancel_on(token)`) |
 //! | test retries without waiting | [`clock::VirtualClock`] (`.clock(clock)`) |
 //! | wait on tokio, or on another executor | [`TokioClock`] (the default, feature `tokio`), [`FuturesTimerClock`] (feature `futures-timer`), [`AsyncIoClock`] (feature `async-io`) |
-//! | drive the engine yourself (a simulator, an executor of your own) | [`RetryPolicy::decide`] with a [`CallState`]; [`HedgePolicy::send_due`] and [`HedgePolicy::on_outcome`] |
+//! | drive the engine yourself (a simulator, an executor of your own) | [`RetryPolicy::decide`] with a [`policy::CallState`]; [`HedgePolicy::send_due`] and [`HedgePolicy::on_outcome`] with a [`policy::HedgeState`]; the words they share in [`call`] |
 //! | the same in a tower stack, an HTTP client, a gRPC channel | `steadfast-tower`, `steadfast-http`, `steadfast-grpc` (see [The rest of the workspace](#the-rest-of-the-workspace)) |
 //! | retry a program from a shell script | the `steadfast` command (`steadfast-cli`): `steadfast run --attempts 5 -- ./deploy.sh` |
 //!
 //! ## Modules
 //!
-//! - [`retry`]: the executors, async and blocking, and [`Attempt`].
-//! - [`policy`]: [`RetryPolicy`], the decision engine every executor drives.
-//! - [`backoff`]: the schedules, their jitter and limits; how names from other
-//!   libraries map onto them.
+//! From the bottom up: each module uses only those above it in this list,
+//! and `deadline`, `clock` and `cancel`, which any module may use.
+//!
+//! - [`call`]: the words every executor and integration shares: the
+//!   attempt, the verdict, the stop reason, the operation, the error and
+//!   the report of a call.
+//! - [`backoff`]: the schedules, their jitter and limits; how names from
+//!   other libraries map onto them.
+//! - [`classify`]: classifiers, from an outcome to a [`Verdict`].
+//! - [`control`]: budgets, throttles and the circuit breaker, shared by
+//!   retries and hedges.
+//! - [`policy`]: the decision engine: [`RetryPolicy`], [`HedgePolicy`], and
+//!   the [`policy::Limits`] they share.
+//! - [`retry`]: the retry executors, async and blocking.
+//! - [`hedge`]: the hedging executor.
 //! - [`deadline`]: deadlines, the ambient deadline, the wire formats, the
 //!   server side.
-//! - [`control`]: budgets, throttles and the circuit breaker, shared by retries
-//!   and hedges.
-//! - [`hedge`]: hedged requests, and the hedging engine without its executor.
 //! - [`clock`]: time, injected: the real clocks and the virtual one.
 //! - [`cancel`]: explicit cancellation ([`CancelToken`]).
 //!
@@ -76,32 +89,31 @@
 #![warn(missing_docs)]
 
 pub mod backoff;
+pub mod call;
 pub mod cancel;
-mod classify;
+pub mod classify;
 pub mod clock;
 mod config_error;
 pub mod control;
 pub mod deadline;
-mod error;
 pub mod hedge;
 pub mod policy;
 pub mod retry;
 mod rng;
 
-pub use backoff::{Backoff, GrpcConnectionBackoff, Jitter, Schedule, ScheduleState};
+// The front door: what a program writes. Everything that drives the engine
+// (per-call states, decisions, the output forms, the schedules' own state)
+// stays public in its module.
+pub use backoff::{Backoff, Jitter};
+pub use call::{Attempt, Report, RetryError, StopReason, Verdict};
 pub use cancel::CancelToken;
-pub use classify::{AnyError, Classify, ClassifyFn, Verdict, When};
-pub use clock::{AsyncClock, Clock};
+pub use classify::Classify;
 pub use config_error::ConfigError;
-pub use control::{Outcome, Refusal, RetryControl};
+pub use control::RetryControl;
 pub use deadline::Deadline;
-pub use error::RetryError;
-pub use hedge::{
-    HedgeAction, HedgeDecision, HedgeError, HedgePolicy, HedgeState, HedgeStats, Hedgeable,
-};
-pub use policy::{CallState, Decision, RetryPolicy, RetryPolicyBuilder, StopReason};
-pub use retry::{Attempt, BlockingRetryable, Notice, Report, Retryable};
-pub use rng::Rng;
+pub use hedge::Hedgeable;
+pub use policy::{HedgePolicy, RetryPolicy};
+pub use retry::{BlockingRetryable, Notice, Retryable};
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

@@ -7,7 +7,7 @@
 /// A seedable, non-cryptographic random number generator.
 ///
 /// ```
-/// use steadfast::Rng;
+/// use steadfast::backoff::Rng;
 /// let mut a = Rng::with_seed(7);
 /// let mut b = Rng::with_seed(7);
 /// assert_eq!(a.next_u64(), b.next_u64());

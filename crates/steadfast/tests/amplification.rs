@@ -14,9 +14,10 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use steadfast::backoff::Rng;
 use steadfast::clock::{Clock, VirtualClock};
 use steadfast::control::{AdaptiveThrottle, AllOf, FailureWindow, RetryBudget, TokenBucket};
-use steadfast::{Attempt, Backoff, BlockingRetryable, RetryControl, RetryPolicy, Rng};
+use steadfast::{Attempt, Backoff, BlockingRetryable, RetryControl, RetryPolicy};
 
 const CALLS: u64 = 10_000;
 const SPACING: Duration = Duration::from_millis(10);

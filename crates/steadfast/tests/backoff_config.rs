@@ -4,8 +4,8 @@
 use std::error::Error;
 use std::time::Duration;
 
-use steadfast::backoff::BackoffBuilder;
-use steadfast::{Backoff, ConfigError, GrpcConnectionBackoff, Jitter};
+use steadfast::backoff::{BackoffBuilder, GrpcConnectionBackoff};
+use steadfast::{Backoff, ConfigError, Jitter};
 
 fn err(b: BackoffBuilder) -> ConfigError {
     match b.build() {

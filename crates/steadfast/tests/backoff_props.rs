@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use proptest::prelude::*;
-use steadfast::backoff::BackoffBuilder;
-use steadfast::{Backoff, Jitter, Rng, Schedule, ScheduleState};
+use steadfast::backoff::{BackoffBuilder, Rng, Schedule, ScheduleState};
+use steadfast::{Backoff, Jitter};
 
 fn nanos() -> impl Strategy<Value = u64> {
     prop_oneof![

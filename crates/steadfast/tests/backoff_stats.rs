@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use steadfast::{Backoff, GrpcConnectionBackoff, Jitter, Rng, Schedule, ScheduleState};
+use steadfast::backoff::{GrpcConnectionBackoff, Rng, Schedule, ScheduleState};
+use steadfast::{Backoff, Jitter};
 
 const SEEDS: u64 = 20_000;
 

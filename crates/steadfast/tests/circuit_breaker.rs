@@ -168,7 +168,7 @@ fn a_cancelled_probe_frees_its_slot() {
     let breaker = Arc::new(settings().build_with_clock(clock.clone()).expect("valid"));
     let policy = policy(breaker.clone());
     for _ in 0..10 {
-        breaker.record(steadfast::Outcome::RetryableFailure);
+        breaker.record(steadfast::control::Outcome::RetryableFailure);
     }
     clock.advance(5 * SEC);
     let cancel = CancelToken::new();
@@ -220,7 +220,7 @@ async fn a_retry_probe_abandoned_in_its_wait_frees_its_slot() {
     // ...the breaker opens meanwhile, and the break ends before the slow
     // call's attempt fails: its retry is the half-open probe.
     for _ in 0..10 {
-        breaker.record(steadfast::Outcome::RetryableFailure);
+        breaker.record(steadfast::control::Outcome::RetryableFailure);
     }
     tokio::time::sleep(6 * SEC + Duration::from_millis(1)).await;
     let snap = breaker.snapshot();
@@ -246,7 +246,7 @@ async fn hedges_count_as_attempts() {
         .build()
         .expect("valid");
     for _ in 0..10 {
-        breaker.record(steadfast::Outcome::RetryableFailure);
+        breaker.record(steadfast::control::Outcome::RetryableFailure);
     }
     let sent = Arc::new(AtomicU32::new(0));
     let op = |sent: Arc<AtomicU32>| {

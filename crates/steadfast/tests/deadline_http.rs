@@ -15,9 +15,9 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::get;
-use steadfast::Deadline;
 use steadfast::clock::{Clock, TokioClock};
-use steadfast::deadline::{self, CancelCause, DeadlineGuard, DeadlineHeader, TimeBudget};
+use steadfast::deadline::{CancelCause, DeadlineGuard, DeadlineHeader, TimeBudget};
+use steadfast::{Deadline, deadline};
 use tokio::sync::mpsc;
 
 /// A bound that only a broken implementation reaches.

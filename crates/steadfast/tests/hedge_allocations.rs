@@ -15,8 +15,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+use steadfast::call::HedgeStats;
 use steadfast::clock::{AsyncClock, Clock};
-use steadfast::{Attempt, CancelToken, HedgePolicy, HedgeStats, Hedgeable};
+use steadfast::{Attempt, CancelToken, HedgePolicy, Hedgeable};
 
 mod counting;
 

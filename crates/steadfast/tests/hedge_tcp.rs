@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use steadfast::{Attempt, HedgePolicy, HedgeStats, Hedgeable};
+use steadfast::call::HedgeStats;
+use steadfast::{Attempt, HedgePolicy, Hedgeable};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 

@@ -8,10 +8,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use steadfast::clock::{Clock, VirtualClock};
+use steadfast::policy::{HedgeAction, HedgeDecision};
 use steadfast::retry::BlockingRetryable;
-use steadfast::{
-    Attempt, CancelToken, HedgeAction, HedgeDecision, HedgePolicy, RetryPolicy, StopReason, Verdict,
-};
+use steadfast::{Attempt, CancelToken, HedgePolicy, RetryPolicy, StopReason, Verdict};
 
 #[test]
 fn a_hedge_delay_of_duration_max_never_sends_a_second_copy_by_time() {
@@ -52,7 +51,7 @@ fn a_hedge_delay_of_duration_max_never_sends_a_second_copy_by_time() {
 fn a_pushback_of_duration_max_holds_the_next_copy_back() {
     let policy = HedgePolicy::builder(Duration::from_millis(10))
         .max_attempts(3)
-        .max_pushback(Duration::MAX)
+        .max_delay(Duration::MAX)
         .build()
         .expect("valid");
     let clock = VirtualClock::manual();

@@ -1,16 +1,14 @@
 //! What `steadfast get` shows while it works: with `-v`, one line per
-//! attempt on standard error (from the client's `tracing` events); on a
+//! attempt on standard error (from the client's typed attempt hook); on a
 //! terminal, a progress line while it waits between attempts.
 
-use std::fmt::{self, Write as _};
+use std::fmt::Write as _;
 use std::io::Write;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing::subscriber::DefaultGuard;
-use tracing::{Event, Metadata, Subscriber};
+use steadfast::policy::Wait;
+use steadfast_http::{AttemptEnd, AttemptEvent};
 
 /// The progress line's state, shared with its ticker thread.
 #[derive(Debug)]
@@ -29,20 +27,36 @@ static PROGRESS: Mutex<Progress> = Mutex::new(Progress {
     done: false,
 });
 
-/// Shows attempts (`verbose`) and a progress line (`progress`: standard
-/// error is a terminal) for the calls made on this thread while the guard
-/// lives.
-pub(super) fn install(verbose: bool, progress: bool) -> Option<DefaultGuard> {
+/// The client's attempt hook that shows attempts (`verbose`) and a
+/// progress line (`progress`: standard error is a terminal); `None` when
+/// neither is wanted.
+pub(super) fn hook(
+    verbose: bool,
+    progress: bool,
+) -> Option<impl Fn(&AttemptEvent<'_>) + Send + Sync + 'static> {
     if !verbose && !progress {
         return None;
     }
     if progress {
         std::thread::spawn(tick);
     }
-    Some(tracing::subscriber::set_default(Attempts {
-        verbose,
-        progress,
-    }))
+    Some(move |event: &AttemptEvent<'_>| {
+        if let Ok(mut p) = PROGRESS.lock() {
+            clear(&mut p);
+            p.waiting = (progress && event.end.failed()).then(|| {
+                let what = match event.end {
+                    AttemptEnd::Failed {
+                        status: Some(s), ..
+                    } => format!("attempt {} got {}", event.number, s.as_u16()),
+                    _ => format!("attempt {} failed", event.number),
+                };
+                (Instant::now(), what)
+            });
+        }
+        if verbose {
+            eprintln!("steadfast get: {}", line(event));
+        }
+    })
 }
 
 /// The call is over: clears the progress line and stops its ticker.
@@ -84,144 +98,57 @@ fn tick() {
     }
 }
 
-/// A subscriber for the client's per-attempt events only.
-struct Attempts {
-    verbose: bool,
-    progress: bool,
-}
-
-impl Subscriber for Attempts {
-    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
-        metadata.target().starts_with("steadfast_http") && metadata.is_event()
+/// `attempt 2 (after waiting 100ms): 503 Service Unavailable; Retry-After 2s honoured`
+fn line(event: &AttemptEvent<'_>) -> String {
+    let mut line = format!("attempt {}", event.number);
+    if !event.waited.is_zero() {
+        let _ = write!(
+            line,
+            " (after waiting {})",
+            crate::duration::format_duration(round_ms(event.waited))
+        );
     }
-
-    fn new_span(&self, _: &Attributes<'_>) -> Id {
-        Id::from_u64(1)
+    line.push_str(": ");
+    match event.end {
+        AttemptEnd::Succeeded { status }
+        | AttemptEnd::Failed {
+            status: Some(status),
+            ..
+        } => {
+            let _ = write!(
+                line,
+                "{} {}",
+                status.as_u16(),
+                status.canonical_reason().unwrap_or("")
+            );
+        }
+        AttemptEnd::Failed {
+            error: Some(error), ..
+        } => line.push_str(error),
+        AttemptEnd::Failed { .. } => line.push_str("failed"),
+        AttemptEnd::Abandoned => line.push_str("timed out or cancelled"),
+        _ => line.push_str("ended"),
     }
-
-    fn record(&self, _: &Id, _: &Record<'_>) {}
-
-    fn record_follows_from(&self, _: &Id, _: &Id) {}
-
-    fn event(&self, event: &Event<'_>) {
-        let mut fields = Fields::default();
-        event.record(&mut fields);
-        let Some(attempt) = fields.attempt else {
-            return;
+    if let AttemptEnd::Failed {
+        retry_after: Some((asked, wait)),
+        ..
+    } = event.end
+    {
+        let how = match wait {
+            Wait::AsWanted(_) => "honoured",
+            Wait::Capped(_) => "clamped to the max delay",
+            Wait::PastDeadline => "does not fit the deadline: not waited",
         };
-        let line = fields.line(attempt);
-        if let Ok(mut p) = PROGRESS.lock() {
-            clear(&mut p);
-            p.waiting = (self.progress && fields.failed()).then(|| {
-                let what = match fields.status {
-                    Some(s) => format!("attempt {attempt} got {s}"),
-                    None => format!("attempt {attempt} failed"),
-                };
-                (Instant::now(), what)
-            });
-        }
-        if self.verbose {
-            eprintln!("steadfast get: {line}");
-        }
+        let _ = write!(
+            line,
+            "; Retry-After {} {how}",
+            crate::duration::format_duration(round_ms(asked))
+        );
     }
-
-    fn enter(&self, _: &Id) {}
-
-    fn exit(&self, _: &Id) {}
+    line.trim_end().to_owned()
 }
 
-/// The fields of one attempt event.
-#[derive(Debug, Default)]
-struct Fields {
-    message: String,
-    attempt: Option<u64>,
-    status: Option<u64>,
-    error: Option<String>,
-    waited_ms: Option<u64>,
-    retry_after_ms: Option<u64>,
-    clamped: Option<bool>,
-}
-
-impl Fields {
-    fn failed(&self) -> bool {
-        self.message.contains("failed")
-    }
-
-    /// `attempt 2 (after 100ms): 503 Service Unavailable; Retry-After 2s honoured`
-    fn line(&self, attempt: u64) -> String {
-        let mut line = format!("attempt {attempt}");
-        if let Some(ms) = self.waited_ms.filter(|ms| *ms > 0) {
-            let _ = write!(line, " (after waiting {})", ms_text(ms));
-        }
-        line.push_str(": ");
-        if let Some(status) = self.status {
-            let reason = u16::try_from(status)
-                .ok()
-                .and_then(|s| http::StatusCode::from_u16(s).ok())
-                .and_then(|s| s.canonical_reason())
-                .unwrap_or("");
-            let _ = write!(line, "{status} {reason}");
-        } else if let Some(e) = &self.error {
-            line.push_str(e);
-        } else if self.message.contains("abandoned") {
-            line.push_str("timed out or cancelled");
-        } else {
-            line.push_str(self.message.trim_start_matches("steadfast-http: "));
-        }
-        if let Some(ms) = self.retry_after_ms {
-            let how = if self.clamped == Some(true) {
-                "clamped to the max delay"
-            } else {
-                "honoured"
-            };
-            let _ = write!(line, "; Retry-After {} {how}", ms_text(ms));
-        }
-        line.trim_end().to_owned()
-    }
-}
-
-fn ms_text(ms: u64) -> String {
-    crate::duration::format_duration(Duration::from_millis(ms))
-}
-
-impl Visit for Fields {
-    fn record_u64(&mut self, field: &Field, value: u64) {
-        match field.name() {
-            "attempt" => self.attempt = Some(value),
-            "status" => self.status = Some(value),
-            "waited_ms" => self.waited_ms = Some(value),
-            "retry_after_ms" => self.retry_after_ms = Some(value),
-            _ => {}
-        }
-    }
-
-    fn record_u128(&mut self, field: &Field, value: u128) {
-        self.record_u64(field, u64::try_from(value).unwrap_or(u64::MAX));
-    }
-
-    fn record_i64(&mut self, field: &Field, value: i64) {
-        if let Ok(v) = u64::try_from(value) {
-            self.record_u64(field, v);
-        }
-    }
-
-    fn record_bool(&mut self, field: &Field, value: bool) {
-        if field.name() == "retry_after_clamped" {
-            self.clamped = Some(value);
-        }
-    }
-
-    fn record_str(&mut self, field: &Field, value: &str) {
-        match field.name() {
-            "message" => self.message = value.to_owned(),
-            "error" => self.error = Some(value.to_owned()),
-            _ => {}
-        }
-    }
-
-    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        if field.name() == "message" {
-            self.message = format!("{value:?}");
-        }
-    }
+/// `d` to the millisecond, as the lines show it.
+fn round_ms(d: Duration) -> Duration {
+    Duration::from_millis(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }

@@ -103,7 +103,7 @@ impl ParseOptions {
     /// than one attempt; at most 32, the core hedger's limit).
     #[must_use]
     pub fn max_attempts_cap(mut self, cap: u32) -> Self {
-        self.cap = cap.clamp(2, steadfast::hedge::MAX_HEDGE_ATTEMPTS);
+        self.cap = cap.clamp(2, steadfast::call::MAX_HEDGE_ATTEMPTS);
         self
     }
 }

@@ -4,9 +4,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::HeaderName;
+use steadfast::clock::DefaultClock;
 use steadfast::deadline::DeadlineHeader;
-use steadfast::hedge::HedgeDelay;
-use steadfast::retry::DefaultClock;
+use steadfast::policy::{HedgeDelay, Limits};
 use steadfast::{Backoff, Classify, ConfigError, HedgePolicy, RetryControl, RetryPolicy};
 use steadfast_tower::{HedgeLayer, RetryLayer};
 
@@ -14,6 +14,7 @@ use super::{Client, Shared};
 use crate::attempt::{AttemptConfig, ByVerdict, SharedClassifier};
 use crate::classify::DefaultClassifier;
 use crate::engine::{Layers, Rules};
+use crate::event::{AttemptEvent, OnAttempt};
 use crate::replay::ReqwestReplay;
 
 /// Configures a [`Client`] once: attempts, backoff, deadlines, a retry
@@ -48,6 +49,7 @@ pub struct ClientBuilder {
     idempotency_key: Option<HeaderName>,
     classify: SharedClassifier,
     name: Option<&'static str>,
+    on_attempt: Option<OnAttempt>,
 }
 
 #[derive(Clone)]
@@ -69,6 +71,7 @@ impl fmt::Debug for ClientBuilder {
             .field("retry_non_idempotent", &self.retry_non_idempotent)
             .field("idempotency_key", &self.idempotency_key)
             .field("name", &self.name)
+            .field("on_attempt", &self.on_attempt.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -89,6 +92,7 @@ impl Default for ClientBuilder {
             idempotency_key: Some(HeaderName::from_static("idempotency-key")),
             classify: Arc::new(DefaultClassifier),
             name: None,
+            on_attempt: None,
         }
     }
 }
@@ -140,7 +144,7 @@ impl ClientBuilder {
     /// first), the next one sent `delay` after the previous one (zero: all
     /// at once) or at once when a copy fails; the first success wins and
     /// the others are aborted. A fixed delay or an adaptive one
-    /// ([`AdaptiveDelay`](steadfast::hedge::AdaptiveDelay)). Hedged calls
+    /// ([`AdaptiveDelay`](steadfast::policy::AdaptiveDelay)). Hedged calls
     /// do not also retry: the copies are their attempts, bounded by the
     /// [`deadline`](Self::deadline) (the per-attempt timeout does not apply
     /// to them). Non-idempotent requests are never hedged; if opted in,
@@ -189,7 +193,8 @@ impl ClientBuilder {
     /// [`DefaultClassifier`]; it sees the status, the headers and the error.
     ///
     /// ```
-    /// use steadfast::{ClassifyFn, Verdict};
+    /// use steadfast::classify::ClassifyFn;
+    /// use steadfast::Verdict;
     ///
     /// // Also retry 501, which the default treats as final.
     /// let client = steadfast_http::Client::builder()
@@ -224,6 +229,21 @@ impl ClientBuilder {
     /// Names the client's calls in errors and telemetry.
     pub fn name(mut self, name: &'static str) -> Self {
         self.name = Some(name);
+        self
+    }
+
+    /// Calls `hook` when each attempt ends (succeeded, failed, or abandoned),
+    /// with the attempt's typed [`AttemptEvent`]: its number, the wait
+    /// before it, its status or transport error, the classifier's verdict
+    /// and a `Retry-After` with the wait it really gets. The same facts as
+    /// the attempt's `tracing` event, for code that acts on them (a progress
+    /// display, a metric) rather than reads log text. The hook runs on the
+    /// call's task: keep it short.
+    pub fn on_attempt<F>(mut self, hook: F) -> Self
+    where
+        F: Fn(&AttemptEvent<'_>) + Send + Sync + 'static,
+    {
+        self.on_attempt = Some(OnAttempt(Arc::new(hook)));
         self
     }
 
@@ -266,6 +286,16 @@ impl ClientBuilder {
     fn layers(self) -> Result<(Layers, Option<reqwest::Client>), BuildError> {
         let policy = self.policy(self.attempts)?;
         let once = self.policy(1)?;
+        let hedge = match &self.hedge {
+            None => None,
+            Some(Hedging::Policy(p)) => Some(p.clone()),
+            Some(Hedging::Copies(copies, delay)) => Some(
+                HedgePolicy::builder(delay.clone())
+                    .max_attempts(*copies)
+                    .limits(|l| self.limits(l))
+                    .build()?,
+            ),
+        };
         let header = match self.header {
             Some(header) => {
                 let name = HeaderName::from_bytes(header.name().as_bytes()).map_err(|_| {
@@ -280,25 +310,12 @@ impl ClientBuilder {
             }
             None => None,
         };
-        let hedge = match self.hedge {
-            None => None,
-            Some(Hedging::Policy(p)) => Some(p),
-            Some(Hedging::Copies(copies, delay)) => {
-                let mut b = HedgePolicy::builder(delay).max_attempts(copies);
-                if let Some(d) = self.deadline {
-                    b = b.max_elapsed(d);
-                }
-                if let Some(c) = &self.control {
-                    b = b.control(Arc::clone(c));
-                }
-                Some(b.build()?)
-            }
-        };
         let attempt = Arc::new(AttemptConfig {
             classify: self.classify,
             header,
-            max_delay: policy.max_delay(),
+            limits: policy.limits().clone(),
             clock: DefaultClock::default(),
+            on_attempt: self.on_attempt,
         });
         let name = self.name.unwrap_or("http");
         let layers = Layers {
@@ -326,23 +343,31 @@ impl ClientBuilder {
     }
 
     fn policy(&self, attempts: u32) -> Result<RetryPolicy, ConfigError> {
-        let mut b = RetryPolicy::builder().max_attempts(attempts);
+        let mut b = RetryPolicy::builder()
+            .max_attempts(attempts)
+            .limits(|l| self.limits(l));
         if let Some(backoff) = self.backoff {
             b = b.backoff(backoff);
-        }
-        if let Some(d) = self.max_delay {
-            b = b.max_delay(d);
-        }
-        if let Some(d) = self.deadline {
-            b = b.max_elapsed(d);
         }
         if let Some(d) = self.attempt_timeout {
             b = b.attempt_timeout(d);
         }
-        if let Some(c) = &self.control {
-            b = b.control(Arc::clone(c));
-        }
         b.build()
+    }
+
+    /// The limits every policy of the client shares: the cap on a single
+    /// wait, the call's deadline, the retry control.
+    fn limits(&self, mut limits: Limits) -> Limits {
+        if let Some(d) = self.max_delay {
+            limits = limits.with_max_delay(d);
+        }
+        if let Some(d) = self.deadline {
+            limits = limits.with_max_elapsed(d);
+        }
+        if let Some(c) = &self.control {
+            limits = limits.with_control(Arc::clone(c));
+        }
+        limits
     }
 }
 

@@ -43,7 +43,7 @@ struct Shared {
 /// # async fn f() -> Result<(), Box<dyn std::error::Error>> {
 /// let client = steadfast_http::Client::builder().attempts(4).build()?;
 /// let response = client.get("http://127.0.0.1:8080/users/7").send().await?;
-/// println!("{} after {} attempts", response.status(), response.report().attempts);
+/// println!("{} after {} attempts", response.status(), response.ending().attempts);
 /// let body = response.text().await?;
 /// # let _ = body;
 /// # Ok(())

@@ -1,8 +1,8 @@
 use std::ops::Deref;
 
-use crate::report::Report;
+use steadfast::call::Ending;
 
-/// A response, and how the call went ([`report`](Self::report)).
+/// A response, and how the call went ([`ending`](Self::ending)).
 ///
 /// It derefs to the `reqwest::Response` for its status, headers and URL;
 /// the body methods that consume it are here, and
@@ -10,19 +10,21 @@ use crate::report::Report;
 #[derive(Debug)]
 pub struct Response {
     inner: reqwest::Response,
-    report: Report,
+    ending: Ending,
 }
 
 impl Response {
-    pub(super) fn new(inner: reqwest::Response, report: Report) -> Self {
-        Self { inner, report }
+    pub(super) fn new(inner: reqwest::Response, ending: Ending) -> Self {
+        Self { inner, ending }
     }
 
-    /// Attempts made, hedges sent, and the time spent waiting between
-    /// attempts.
+    /// How the call went: attempts made (with hedging, copies sent), the
+    /// time spent waiting between attempts, and a hedged call's copies (the
+    /// core's [`Ending`]; `stop` is `Some` for a response the engine gave up
+    /// on, such as a retried 503 that ran out of attempts).
     #[must_use]
-    pub fn report(&self) -> Report {
-        self.report
+    pub fn ending(&self) -> Ending {
+        self.ending
     }
 
     /// The reqwest response.
@@ -61,10 +63,10 @@ impl Response {
     /// # Errors
     /// reqwest's status error.
     pub fn error_for_status(self) -> reqwest::Result<Self> {
-        let report = self.report;
+        let ending = self.ending;
         self.inner
             .error_for_status()
-            .map(|inner| Self { inner, report })
+            .map(|inner| Self { inner, ending })
     }
 }
 

@@ -141,7 +141,8 @@ impl SimConfig {
     /// No scenario at all; add the ones wanted.
     ///
     /// ```
-    /// use steadfast_sim::{SimConfig, herd::HerdConfig};
+    /// use steadfast_sim::herd::HerdConfig;
+    /// use steadfast_sim::SimConfig;
     /// let config = SimConfig { herd: Some(HerdConfig::default()), ..SimConfig::none() };
     /// assert!(config.herd.is_some());
     /// ```
@@ -235,7 +236,8 @@ impl SimConfig {
 ///
 /// ```
 /// use std::time::Duration;
-/// use steadfast_sim::{SimConfig, herd::HerdConfig};
+/// use steadfast_sim::herd::HerdConfig;
+/// use steadfast_sim::SimConfig;
 ///
 /// let config = SimConfig {
 ///     herd: Some(HerdConfig { clients: 50, outage: Duration::from_secs(1), ..HerdConfig::default() }),

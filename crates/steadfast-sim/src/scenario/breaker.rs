@@ -49,7 +49,8 @@ use std::time::Duration;
 use serde::Serialize;
 use steadfast::backoff::Backoff;
 use steadfast::control::{AllOf, CircuitBreaker, RetryBudget, WindowKind};
-use steadfast::{CallState, Decision, RetryControl, RetryPolicy, Verdict};
+use steadfast::policy::{CallState, Decision};
+use steadfast::{RetryControl, RetryPolicy, Verdict};
 
 use super::{ScenarioResult, SeededCalls, StrategyResult, mix, run_strategies};
 use crate::engine::{Engine, Nanos, SimClock, nanos, secs};

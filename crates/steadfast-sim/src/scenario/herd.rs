@@ -42,8 +42,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Serialize, Serializer};
-use steadfast::backoff::{Backoff, GrpcConnectionBackoff, Jitter};
-use steadfast::{Rng, Schedule, ScheduleState};
+use steadfast::backoff::{Backoff, GrpcConnectionBackoff, Jitter, Rng, Schedule, ScheduleState};
 
 use super::{ScenarioResult, StrategyResult, run_strategies};
 use crate::engine::{Engine, nanos, secs};

@@ -60,9 +60,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Serialize, Serializer};
-use steadfast::backoff::Backoff;
+use steadfast::backoff::{Backoff, Schedule};
 use steadfast::deadline::GrpcTimeout;
-use steadfast::{CallState, Deadline, Decision, RetryPolicy, Schedule, StopReason, Verdict};
+use steadfast::policy::{CallState, Decision};
+use steadfast::{Deadline, RetryPolicy, StopReason, Verdict};
 
 use super::{ScenarioResult, SeededCalls, StrategyResult, mix, run_strategies};
 use crate::engine::{Engine, Nanos, nanos, secs};
@@ -724,7 +725,7 @@ impl Clients {
         id: u32,
         engine: &mut Engine<Ev>,
         server: &mut Server<Request>,
-        service: &mut steadfast::Rng,
+        service: &mut steadfast::backoff::Rng,
         tally: &mut Tally,
         rtt: Nanos,
     ) -> Result<(), SimError> {

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde::Serialize;
-use steadfast::{Rng, Schedule, ScheduleState};
+use steadfast::backoff::{Rng, Schedule, ScheduleState};
 
 use crate::{Agreement, SimError};
 

@@ -48,9 +48,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Serialize, Serializer};
-use steadfast::backoff::Backoff;
+use steadfast::backoff::{Backoff, Schedule};
 use steadfast::control::{AdaptiveThrottle, RetryBudget, TokenBucket};
-use steadfast::{CallState, Decision, RetryControl, RetryPolicy, Schedule, StopReason, Verdict};
+use steadfast::policy::{CallState, Decision};
+use steadfast::{RetryControl, RetryPolicy, StopReason, Verdict};
 
 use super::{ScenarioResult, SeededCalls, StrategyResult, mix, run_strategies};
 use crate::engine::{Engine, Nanos, nanos, secs};
@@ -801,7 +802,7 @@ fn run_one(
 fn send(
     engine: &mut Engine<Ev>,
     server: &mut Server<u32>,
-    service: &mut steadfast::Rng,
+    service: &mut steadfast::backoff::Rng,
     tally: &mut Tally,
     id: u32,
     epoch: u32,

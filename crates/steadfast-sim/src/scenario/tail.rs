@@ -34,8 +34,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
-use steadfast::hedge::AdaptiveDelay;
-use steadfast::{HedgeAction, HedgeDecision, HedgePolicy, HedgeState, Verdict};
+use steadfast::policy::{AdaptiveDelay, HedgeAction, HedgeDecision, HedgeState};
+use steadfast::{HedgePolicy, Verdict};
 
 use super::{ScenarioResult, StrategyResult, run_strategies};
 use crate::engine::{Engine, Nanos, nanos};

@@ -4,9 +4,9 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use pin_project_lite::pin_project;
-use steadfast::deadline::{self, Timeout};
-use steadfast::retry::DefaultClock;
-use steadfast::{AsyncClock, Clock, Deadline};
+use steadfast::clock::{AsyncClock, Clock, DefaultClock};
+use steadfast::deadline::Timeout;
+use steadfast::{Deadline, deadline};
 use tower_layer::Layer;
 use tower_service::Service;
 

@@ -1,9 +1,9 @@
 use std::task::{Context, Poll};
 
 use http::{HeaderName, HeaderValue, Request};
-use steadfast::deadline::{self, DeadlineHeader};
-use steadfast::retry::DefaultClock;
-use steadfast::{Clock, ConfigError};
+use steadfast::clock::{Clock, DefaultClock};
+use steadfast::deadline::DeadlineHeader;
+use steadfast::{ConfigError, deadline};
 use tower_layer::Layer;
 use tower_service::Service;
 

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use http::Request;
 use pin_project_lite::pin_project;
-use steadfast::deadline::{self, DeadlineExceeded, DeadlineHeader, Timeout};
-use steadfast::retry::DefaultClock;
-use steadfast::{AsyncClock, Clock, Deadline};
+use steadfast::clock::{AsyncClock, Clock, DefaultClock};
+use steadfast::deadline::{DeadlineExceeded, DeadlineHeader, Timeout};
+use steadfast::{Deadline, deadline};
 use tower_layer::Layer;
 use tower_service::Service;
 

@@ -2,7 +2,7 @@
 //!
 //! Each call sends its first copy at once and, while no copy has succeeded,
 //! one more every hedging delay (fixed, or an
-//! [`AdaptiveDelay`](steadfast::hedge::AdaptiveDelay) that follows a latency
+//! [`AdaptiveDelay`](steadfast::policy::AdaptiveDelay) that follows a latency
 //! quantile and uses its fallback delay until it has data), up to the
 //! policy's `max_attempts` copies. **The first success wins** and every
 //! other copy is dropped at once (for hyper, its connection or stream is
@@ -49,9 +49,34 @@
 //! ```
 
 mod future;
-mod layer;
-mod service;
+
+use steadfast::classify::AnyError;
+use steadfast::clock::DefaultClock;
 
 pub use future::ResponseFuture;
-pub use layer::HedgeLayer;
-pub use service::HedgeService;
+
+use crate::layer::{PolicyLayer, PolicyService};
+use crate::replay::CloneReplay;
+
+/// A [`PolicyLayer`] that hedges: its policy `P` lends a
+/// [`HedgePolicy`](steadfast::HedgePolicy). `HedgeLayer::new(policy)` keeps
+/// the policy in an `Arc`; [`lend`](PolicyLayer::lend) takes it as it is.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use steadfast::HedgePolicy;
+/// use steadfast::policy::AdaptiveDelay;
+/// use steadfast_tower::{HedgeLayer, PreciseClock};
+///
+/// // Hedge once a call is slower than 99 % of recent ones (5 ms until that is known).
+/// let delay = Arc::new(AdaptiveDelay::builder(Duration::from_millis(5)).quantile(0.99).build()?);
+/// let layer = HedgeLayer::new(HedgePolicy::builder(delay).max_attempts(2).build()?)
+///     .clock(PreciseClock::new().expect("the timer thread starts"));
+/// # Ok::<(), steadfast::ConfigError>(())
+/// ```
+pub type HedgeLayer<P, K = AnyError, R = CloneReplay, C = DefaultClock> = PolicyLayer<P, K, R, C>;
+
+/// The service a [`HedgeLayer`] makes.
+pub type HedgeService<S, P, K = AnyError, R = CloneReplay, C = DefaultClock> =
+    PolicyService<S, P, K, R, C>;

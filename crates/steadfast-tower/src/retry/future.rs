@@ -1,18 +1,20 @@
 use std::fmt;
 use std::future::{Future, IntoFuture};
-use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use pin_project_lite::pin_project;
-use steadfast::retry::{AsPolicy, Finish, Plain, Retry, RetryFuture, Retryable};
-use steadfast::{AsyncClock, Attempt, Classify, Verdict};
+use steadfast::backoff::Schedule;
+use steadfast::call::{Finish, Lend, Plain};
+use steadfast::clock::AsyncClock;
+use steadfast::retry::{Retry, RetryFuture, Retryable};
+use steadfast::{Attempt, Classify, RetryPolicy, Verdict};
 use tower_service::Service;
 
-use super::RetryLayer;
 use crate::attempt::{AttemptFuture, Attempts, Payload};
+use crate::layer::{Launch, PolicyLayer, Runs, Setup};
 use crate::policy::{CallPolicy, PolicyFor};
-use crate::prepare::{SentOnce, Stages, Start};
+use crate::prepare::{SentOnce, Stages};
 use crate::replay::{Prepared, Preparing, Replay};
 
 /// The core's retry future, run over the layer's attempts, with the output
@@ -41,73 +43,40 @@ type Staged<S, Req, P, K, R, C, O> = Pin<
     >,
 >;
 
-/// What a call needs once its request is prepared: the policy is the
-/// layer's own for a lean call (its request is replayable), a
-/// [`PolicyFor`] for any other.
-pub(crate) struct Setup<S, Req, Pol, K, R, C, O> {
-    service: S,
-    policy: Pol,
-    classify: K,
-    replay: R,
-    clock: C,
-    name: Option<&'static str>,
-    _request: PhantomData<fn(Req) -> O>,
-}
-
-impl<S, Req, Pol, K: Clone, R: Clone, C: Clone, O> Setup<S, Req, Pol, K, R, C, O> {
-    #[inline]
-    fn new<P: AsPolicy>(service: S, layer: &RetryLayer<P, K, R, C>, policy: Pol) -> Self {
-        Self {
-            service,
-            policy,
-            classify: layer.classify.clone(),
-            replay: layer.replay.clone(),
-            clock: layer.clock.clone(),
-            name: layer.name,
-            _request: PhantomData,
-        }
-    }
-}
-
-impl<S, Req, P, K, R, C, O> Setup<S, Req, PolicyFor<P>, K, R, C, O>
+/// The core's call over the layer's attempts; `called`: the service was
+/// called for the first attempt already (the next attempt readies it
+/// again).
+#[inline]
+fn retry<S, Req, P, K, R, C, O, Sch>(
+    setup: Setup<S, Req, PolicyFor<P>, K, R, C, O>,
+    payload: Payload<R::Source, R::Request>,
+    replayable: bool,
+    called: bool,
+) -> Retry<Attempts<S, R, Req>, CallPolicy<P>, K, (), C, O>
 where
     R: Replay<Req>,
     S: Service<R::Request> + Clone,
-    P: AsPolicy,
-    P::Schedule: Clone,
-    K: Classify<S::Response, S::Error>,
+    P: Lend<Policy = RetryPolicy<Sch>>,
+    Sch: Schedule,
     C: AsyncClock,
-    O: Finish<S::Response, S::Error>,
 {
-    /// The core's call over the layer's attempts; `called`: the service was
-    /// called for the first attempt already (the next attempt readies it
-    /// again).
-    #[inline]
-    fn retry(
-        self,
-        payload: Payload<R::Source, R::Request>,
-        replayable: bool,
-        called: bool,
-    ) -> Retry<Attempts<S, R, Req>, CallPolicy<P>, K, (), C, O> {
-        let policy = self.policy.decide(replayable);
-        let retry = Attempts::new(self.service, self.replay, payload, !called)
-            .retry(policy)
-            .with_classifier(self.classify)
-            .clock(self.clock)
-            .output::<O>();
-        match self.name {
-            Some(name) => retry.name(name),
-            None => retry,
-        }
+    let retry = Attempts::new(setup.service, setup.replay, payload, !called)
+        .retry(setup.policy.decide(replayable))
+        .with_classifier(setup.classify)
+        .clock(setup.clock)
+        .output::<O>();
+    match setup.name {
+        Some(name) => retry.name(name),
+        None => retry,
     }
 }
 
-impl<S, Req, P, K, R, C, O> Start<R::Source, R::Request> for Setup<S, Req, PolicyFor<P>, K, R, C, O>
+impl<S, Req, P, K, R, C, O, Sch> Launch<S, Req, P, K, R, C, O> for RetryPolicy<Sch>
 where
     R: Replay<Req>,
     S: Service<R::Request> + Clone,
-    P: AsPolicy,
-    P::Schedule: Clone,
+    P: Lend<Policy = RetryPolicy<Sch>>,
+    Sch: Schedule,
     K: Classify<S::Response, S::Error>,
     C: AsyncClock,
     O: Finish<S::Response, S::Error>,
@@ -115,47 +84,38 @@ where
     type Run = Run<S, Req, P, K, R, C, O>;
 
     #[inline]
-    fn start(self, prepared: Prepared<R::Source, R::Request>) -> Self::Run {
+    fn launch(
+        setup: Setup<S, Req, PolicyFor<P>, K, R, C, O>,
+        prepared: Prepared<R::Source, R::Request>,
+    ) -> Self::Run {
         let (payload, replayable) = Payload::from_prepared(prepared);
-        self.retry(payload, replayable, false).into_future()
+        retry(setup, payload, replayable, false).into_future()
     }
 }
 
-impl<S, Req, P, K, R, C, O> Setup<S, Req, P, K, R, C, O>
+/// A lean call's: the core takes over from a first attempt that did not
+/// succeed.
+fn resume<S, Req, P, K, R, C, O, Sch>(
+    setup: Setup<S, Req, P, K, R, C, O>,
+    source: R::Source,
+    outcome: Result<S::Response, S::Error>,
+    verdict: Verdict,
+) -> Run<S, Req, P, K, R, C, O>
 where
     R: Replay<Req>,
     S: Service<R::Request> + Clone,
-    P: AsPolicy,
-    P::Schedule: Clone,
+    P: Lend<Policy = RetryPolicy<Sch>>,
+    Sch: Schedule,
     K: Classify<S::Response, S::Error>,
     C: AsyncClock,
     O: Finish<S::Response, S::Error>,
 {
-    /// A lean call's: the core takes over from a first attempt that did
-    /// not succeed.
-    fn resume(
-        self,
-        source: R::Source,
-        outcome: Result<S::Response, S::Error>,
-        verdict: Verdict,
-    ) -> Run<S, Req, P, K, R, C, O> {
-        let setup = Setup {
-            service: self.service,
-            policy: PolicyFor::Decided(CallPolicy::Shared(self.policy)),
-            classify: self.classify,
-            replay: self.replay,
-            clock: self.clock,
-            name: self.name,
-            _request: PhantomData,
-        };
-        setup
-            .retry(Payload::Replayable(source), true, true)
-            .after_first_attempt(outcome, verdict)
-    }
+    let setup = setup.map_policy(|policy| PolicyFor::Decided(CallPolicy::Shared(policy)));
+    retry(setup, Payload::Replayable(source), true, true).after_first_attempt(outcome, verdict)
 }
 
 pin_project! {
-    /// The future of a [`RetryService`](super::RetryService) call.
+    /// The future of a [`RetryService`](crate::RetryService) call.
     ///
     /// A lean call (a replayable request, a [lean](steadfast::RetryPolicy::is_lean)
     /// policy, no ambient deadline) is the service's own future for its first
@@ -166,13 +126,13 @@ pin_project! {
     /// from the start.
     ///
     /// It resolves to the call's `Result` (`O` = [`Plain`], the default) or,
-    /// from [`RetryLayer::run_reported`], to the core's [`Report`](steadfast::Report).
+    /// from [`PolicyLayer::run_reported`], to the core's [`Report`](steadfast::Report).
     #[must_use = "futures do nothing unless polled"]
     pub struct ResponseFuture<S, Req, P, K, R, C, O = Plain>
     where
         R: Replay<Req>,
         S: Service<R::Request>,
-        P: AsPolicy,
+        P: Lend,
         C: AsyncClock,
     {
         #[pin]
@@ -186,7 +146,7 @@ pin_project! {
     where
         R: Replay<Req>,
         S: Service<R::Request>,
-        P: AsPolicy,
+        P: Lend,
         C: AsyncClock,
     {
         /// A lean call's first attempt, and what the core needs should it
@@ -204,18 +164,18 @@ pin_project! {
     }
 }
 
-impl<S, Req, P, K, R, C, O> ResponseFuture<S, Req, P, K, R, C, O>
+impl<S, Req, P, K, R, C, O, Sch> ResponseFuture<S, Req, P, K, R, C, O>
 where
     R: Replay<Req> + Clone,
     S: Service<R::Request> + Clone,
-    P: AsPolicy + Clone,
-    P::Schedule: Clone,
+    P: Lend<Policy = RetryPolicy<Sch>> + Clone,
+    Sch: Schedule,
     K: Classify<S::Response, S::Error> + Clone,
     C: AsyncClock,
     O: Finish<S::Response, S::Error>,
 {
     #[inline]
-    pub(super) fn new(service: S, layer: &RetryLayer<P, K, R, C>, request: Req) -> Self {
+    fn new(service: S, layer: &PolicyLayer<P, K, R, C>, request: Req) -> Self {
         let path = match layer.replay.prepare(request) {
             Preparing::Done(Prepared::Replayable(source))
                 if layer.policy.is_lean() && steadfast::deadline::current().is_none() =>
@@ -243,7 +203,7 @@ where
     #[inline(never)]
     fn staged(
         service: S,
-        layer: &RetryLayer<P, K, R, C>,
+        layer: &PolicyLayer<P, K, R, C>,
         preparing: Preparing<R::Prepare, R::Source, R::Request>,
     ) -> Staged<S, Req, P, K, R, C, O> {
         let policy = layer.policy.for_call(&preparing);
@@ -255,7 +215,7 @@ impl<S, Req, P, K, R, C, O> fmt::Debug for ResponseFuture<S, Req, P, K, R, C, O>
 where
     R: Replay<Req>,
     S: Service<R::Request>,
-    P: AsPolicy,
+    P: Lend,
     C: AsyncClock,
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -269,12 +229,12 @@ where
     }
 }
 
-impl<S, Req, P, K, R, C, O> Future for ResponseFuture<S, Req, P, K, R, C, O>
+impl<S, Req, P, K, R, C, O, Sch> Future for ResponseFuture<S, Req, P, K, R, C, O>
 where
     R: Replay<Req>,
     S: Service<R::Request> + Clone,
-    P: AsPolicy,
-    P::Schedule: Clone,
+    P: Lend<Policy = RetryPolicy<Sch>>,
+    Sch: Schedule,
     K: Classify<S::Response, S::Error>,
     C: AsyncClock,
     O: Finish<S::Response, S::Error>,
@@ -304,7 +264,7 @@ where
                     let Some((setup, source)) = rest.take() else {
                         unreachable!("checked above");
                     };
-                    let run = setup.resume(source, outcome, verdict);
+                    let run = resume(setup, source, outcome, verdict);
                     path.set(Path::Core {
                         stages: Box::pin(Stages::running(run)),
                     });
@@ -312,5 +272,24 @@ where
                 PathProj::Core { stages } => return stages.as_mut().poll(cx),
             }
         }
+    }
+}
+
+impl<S, Req, P, K, R, C, O, Sch> Runs<S, Req, P, K, R, C, O> for RetryPolicy<Sch>
+where
+    R: Replay<Req> + Clone,
+    S: Service<R::Request> + Clone,
+    P: Lend<Policy = Self> + Clone,
+    Sch: Schedule + Clone,
+    K: Classify<S::Response, S::Error> + Clone,
+    C: AsyncClock,
+    O: Finish<S::Response, S::Error>,
+    O::Output: SentOnce,
+{
+    type Future = ResponseFuture<S, Req, P, K, R, C, O>;
+
+    #[inline]
+    fn run(service: S, layer: &PolicyLayer<P, K, R, C>, request: Req) -> Self::Future {
+        ResponseFuture::new(service, layer, request)
     }
 }

@@ -51,9 +51,21 @@
 //! ```
 
 mod future;
-mod layer;
-mod service;
+
+use steadfast::classify::AnyError;
+use steadfast::clock::DefaultClock;
 
 pub use future::ResponseFuture;
-pub use layer::RetryLayer;
-pub use service::RetryService;
+
+use crate::layer::{PolicyLayer, PolicyService};
+use crate::replay::CloneReplay;
+
+/// A [`PolicyLayer`] that retries: its policy `P` lends a
+/// [`RetryPolicy`](steadfast::RetryPolicy) (the policy, an `Arc` of it, a
+/// `&'static` reference). `RetryLayer::new(policy)` keeps the policy in an
+/// `Arc`; [`lend`](PolicyLayer::lend) takes it as it is.
+pub type RetryLayer<P, K = AnyError, R = CloneReplay, C = DefaultClock> = PolicyLayer<P, K, R, C>;
+
+/// The service a [`RetryLayer`] makes.
+pub type RetryService<S, P, K = AnyError, R = CloneReplay, C = DefaultClock> =
+    PolicyService<S, P, K, R, C>;

@@ -32,7 +32,8 @@ impl<S: Schedule> Delays<S> {
     /// The delays of `schedule` drawn from `rng`, from a fresh state.
     ///
     /// ```
-    /// use steadfast::{Backoff, Rng, backoff::Delays};
+    /// use steadfast::backoff::{Delays, Rng};
+    /// use steadfast::Backoff;
     /// let d = Delays::new(Backoff::default(), Rng::with_seed(1));
     /// assert_eq!(d.take(3).count(), 3);
     /// ```

@@ -37,7 +37,7 @@ use crate::rng::Rng;
 ///
 /// ```
 /// use std::time::{Duration, Instant};
-/// use steadfast::{GrpcConnectionBackoff, Rng};
+/// use steadfast::backoff::{GrpcConnectionBackoff, Rng};
 /// let config = GrpcConnectionBackoff::default();
 /// let mut conn = config.connection(Rng::with_seed(1));
 /// let now = Instant::now();
@@ -84,7 +84,7 @@ impl GrpcConnectionBackoff {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let c = steadfast::GrpcConnectionBackoff::builder().min_connect_timeout(Duration::from_secs(5)).build()?;
+    /// let c = steadfast::backoff::GrpcConnectionBackoff::builder().min_connect_timeout(Duration::from_secs(5)).build()?;
     /// assert_eq!(c.min_connect_timeout(), Duration::from_secs(5));
     /// # Ok::<(), steadfast::ConfigError>(())
     /// ```
@@ -102,7 +102,7 @@ impl GrpcConnectionBackoff {
     /// The per-connection state, drawing its jitter from `rng`.
     ///
     /// ```
-    /// let conn = steadfast::GrpcConnectionBackoff::default().connection(steadfast::Rng::with_seed(0));
+    /// let conn = steadfast::backoff::GrpcConnectionBackoff::default().connection(steadfast::backoff::Rng::with_seed(0));
     /// assert_eq!(conn.attempts(), 0);
     /// ```
     #[must_use]
@@ -118,7 +118,7 @@ impl GrpcConnectionBackoff {
     /// The delays-only schedule (grpc-go's, with these parameters).
     ///
     /// ```
-    /// let b = steadfast::GrpcConnectionBackoff::default().schedule();
+    /// let b = steadfast::backoff::GrpcConnectionBackoff::default().schedule();
     /// assert_eq!(b.name(), "grpc-go");
     /// ```
     #[must_use]
@@ -129,7 +129,7 @@ impl GrpcConnectionBackoff {
     /// INITIAL_BACKOFF as configured.
     ///
     /// ```
-    /// assert_eq!(steadfast::GrpcConnectionBackoff::default().initial(), std::time::Duration::from_secs(1));
+    /// assert_eq!(steadfast::backoff::GrpcConnectionBackoff::default().initial(), std::time::Duration::from_secs(1));
     /// ```
     #[must_use]
     pub const fn initial(&self) -> Duration {
@@ -139,7 +139,7 @@ impl GrpcConnectionBackoff {
     /// MULTIPLIER as configured.
     ///
     /// ```
-    /// assert_eq!(steadfast::GrpcConnectionBackoff::default().multiplier(), 1.6);
+    /// assert_eq!(steadfast::backoff::GrpcConnectionBackoff::default().multiplier(), 1.6);
     /// ```
     #[must_use]
     pub const fn multiplier(&self) -> f64 {
@@ -149,7 +149,7 @@ impl GrpcConnectionBackoff {
     /// JITTER as configured.
     ///
     /// ```
-    /// assert_eq!(steadfast::GrpcConnectionBackoff::default().jitter(), 0.2);
+    /// assert_eq!(steadfast::backoff::GrpcConnectionBackoff::default().jitter(), 0.2);
     /// ```
     #[must_use]
     pub const fn jitter(&self) -> f64 {
@@ -159,7 +159,7 @@ impl GrpcConnectionBackoff {
     /// MAX_BACKOFF as configured.
     ///
     /// ```
-    /// assert_eq!(steadfast::GrpcConnectionBackoff::default().max_backoff(), std::time::Duration::from_secs(120));
+    /// assert_eq!(steadfast::backoff::GrpcConnectionBackoff::default().max_backoff(), std::time::Duration::from_secs(120));
     /// ```
     #[must_use]
     pub const fn max_backoff(&self) -> Duration {
@@ -169,7 +169,7 @@ impl GrpcConnectionBackoff {
     /// MIN_CONNECT_TIMEOUT as configured.
     ///
     /// ```
-    /// assert_eq!(steadfast::GrpcConnectionBackoff::default().min_connect_timeout(), std::time::Duration::from_secs(20));
+    /// assert_eq!(steadfast::backoff::GrpcConnectionBackoff::default().min_connect_timeout(), std::time::Duration::from_secs(20));
     /// ```
     #[must_use]
     pub const fn min_connect_timeout(&self) -> Duration {
@@ -191,7 +191,7 @@ impl Schedule for GrpcConnectionBackoff {
 /// Builds a [`GrpcConnectionBackoff`]; every setting starts at the spec's value.
 ///
 /// ```
-/// let err = steadfast::GrpcConnectionBackoff::builder().jitter(1.5).build().unwrap_err();
+/// let err = steadfast::backoff::GrpcConnectionBackoff::builder().jitter(1.5).build().unwrap_err();
 /// assert_eq!(err.field(), "jitter");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -210,7 +210,7 @@ impl GrpcConnectionBackoffBuilder {
     /// zero (a zero backoff would be a reconnect loop with no delay).
     ///
     /// ```
-    /// let c = steadfast::GrpcConnectionBackoff::builder().initial(std::time::Duration::from_millis(100)).build()?;
+    /// let c = steadfast::backoff::GrpcConnectionBackoff::builder().initial(std::time::Duration::from_millis(100)).build()?;
     /// assert_eq!(c.initial(), std::time::Duration::from_millis(100));
     /// # Ok::<(), steadfast::ConfigError>(())
     /// ```
@@ -222,7 +222,7 @@ impl GrpcConnectionBackoffBuilder {
     /// MULTIPLIER: finite, `>= 1`.
     ///
     /// ```
-    /// assert!(steadfast::GrpcConnectionBackoff::builder().multiplier(f64::NAN).build().is_err());
+    /// assert!(steadfast::backoff::GrpcConnectionBackoff::builder().multiplier(f64::NAN).build().is_err());
     /// ```
     pub const fn multiplier(mut self, multiplier: f64) -> Self {
         self.multiplier = multiplier;
@@ -232,7 +232,7 @@ impl GrpcConnectionBackoffBuilder {
     /// JITTER: within `[0, 1]`.
     ///
     /// ```
-    /// assert!(steadfast::GrpcConnectionBackoff::builder().jitter(0.0).build().is_ok());
+    /// assert!(steadfast::backoff::GrpcConnectionBackoff::builder().jitter(0.0).build().is_ok());
     /// ```
     pub const fn jitter(mut self, jitter: f64) -> Self {
         self.jitter = jitter;
@@ -242,7 +242,7 @@ impl GrpcConnectionBackoffBuilder {
     /// MAX_BACKOFF: the cap on the backoff before jitter; greater than zero.
     ///
     /// ```
-    /// let c = steadfast::GrpcConnectionBackoff::builder().max_backoff(std::time::Duration::from_secs(30)).build()?;
+    /// let c = steadfast::backoff::GrpcConnectionBackoff::builder().max_backoff(std::time::Duration::from_secs(30)).build()?;
     /// assert_eq!(c.max_backoff(), std::time::Duration::from_secs(30));
     /// # Ok::<(), steadfast::ConfigError>(())
     /// ```
@@ -254,7 +254,7 @@ impl GrpcConnectionBackoffBuilder {
     /// MIN_CONNECT_TIMEOUT: the least time given to one connection attempt.
     ///
     /// ```
-    /// let c = steadfast::GrpcConnectionBackoff::builder().min_connect_timeout(std::time::Duration::ZERO).build()?;
+    /// let c = steadfast::backoff::GrpcConnectionBackoff::builder().min_connect_timeout(std::time::Duration::ZERO).build()?;
     /// assert!(c.min_connect_timeout().is_zero());
     /// # Ok::<(), steadfast::ConfigError>(())
     /// ```
@@ -267,8 +267,8 @@ impl GrpcConnectionBackoffBuilder {
     /// takes its [`Rng`] from the caller).
     ///
     /// ```
-    /// use steadfast::Schedule;
-    /// let c = steadfast::GrpcConnectionBackoff::builder().seed(4).build()?;
+    /// use steadfast::backoff::Schedule;
+    /// let c = steadfast::backoff::GrpcConnectionBackoff::builder().seed(4).build()?;
     /// assert_eq!(c.seed(), Some(4));
     /// # Ok::<(), steadfast::ConfigError>(())
     /// ```
@@ -287,7 +287,7 @@ impl GrpcConnectionBackoffBuilder {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use steadfast::GrpcConnectionBackoff;
+    /// use steadfast::backoff::GrpcConnectionBackoff;
     /// assert_eq!(GrpcConnectionBackoff::builder().multiplier(0.0).build().unwrap_err().field(), "multiplier");
     /// assert_eq!(GrpcConnectionBackoff::builder().initial(Duration::ZERO).build().unwrap_err().field(), "initial");
     /// ```
@@ -335,7 +335,7 @@ impl GrpcConnectionBackoffBuilder {
 /// ```
 /// use std::time::Instant;
 /// let now = Instant::now();
-/// let a = steadfast::GrpcConnectionBackoff::default().connection(steadfast::Rng::with_seed(0)).next_attempt(now);
+/// let a = steadfast::backoff::GrpcConnectionBackoff::default().connection(steadfast::backoff::Rng::with_seed(0)).next_attempt(now);
 /// assert!(a.connect_deadline >= a.retry_at);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -353,7 +353,7 @@ pub struct ConnectAttempt {
 ///
 /// ```
 /// use std::time::{Duration, Instant};
-/// use steadfast::{GrpcConnectionBackoff, Rng};
+/// use steadfast::backoff::{GrpcConnectionBackoff, Rng};
 /// let mut conn = GrpcConnectionBackoff::default().connection(Rng::with_seed(7));
 /// let mut now = Instant::now();
 /// let first = conn.next_attempt(now);   // attempt 1: deadline now + 20 s
@@ -385,7 +385,7 @@ impl ConnectionBackoff {
     ///
     /// ```
     /// use std::time::{Duration, Instant};
-    /// use steadfast::{GrpcConnectionBackoff, Rng};
+    /// use steadfast::backoff::{GrpcConnectionBackoff, Rng};
     /// let mut conn = GrpcConnectionBackoff::default().connection(Rng::with_seed(3));
     /// let start = Instant::now();
     /// let mut now = start;
@@ -418,7 +418,7 @@ impl ConnectionBackoff {
     /// A connection was accepted: the next attempt starts the curve over.
     ///
     /// ```
-    /// let mut conn = steadfast::GrpcConnectionBackoff::default().connection(steadfast::Rng::with_seed(0));
+    /// let mut conn = steadfast::backoff::GrpcConnectionBackoff::default().connection(steadfast::backoff::Rng::with_seed(0));
     /// conn.next_attempt(std::time::Instant::now());
     /// conn.reset();
     /// assert_eq!(conn.attempts(), 0);
@@ -431,7 +431,7 @@ impl ConnectionBackoff {
     /// Attempts started since the last reset.
     ///
     /// ```
-    /// let mut conn = steadfast::GrpcConnectionBackoff::default().connection(steadfast::Rng::with_seed(0));
+    /// let mut conn = steadfast::backoff::GrpcConnectionBackoff::default().connection(steadfast::backoff::Rng::with_seed(0));
     /// conn.next_attempt(std::time::Instant::now());
     /// assert_eq!(conn.attempts(), 1);
     /// ```
@@ -443,7 +443,7 @@ impl ConnectionBackoff {
     /// The current (unjittered, capped) backoff: `current_backoff` of the spec.
     ///
     /// ```
-    /// let mut conn = steadfast::GrpcConnectionBackoff::default().connection(steadfast::Rng::with_seed(0));
+    /// let mut conn = steadfast::backoff::GrpcConnectionBackoff::default().connection(steadfast::backoff::Rng::with_seed(0));
     /// let now = std::time::Instant::now();
     /// conn.next_attempt(now);
     /// conn.next_attempt(now);

@@ -163,7 +163,8 @@ impl Jitter {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use steadfast::{Jitter, Rng};
+    /// use steadfast::backoff::Rng;
+    /// use steadfast::Jitter;
     /// let mut rng = Rng::with_seed(9);
     /// let v = Jitter::Equal.apply(1000.0, &mut rng);
     /// assert!((500.0..=1000.0).contains(&v));

@@ -93,7 +93,8 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use steadfast::{Backoff, Jitter, Rng, Schedule, ScheduleState};
+//! use steadfast::backoff::{Rng, Schedule, ScheduleState};
+//! use steadfast::{Backoff, Jitter};
 //!
 //! let backoff = Backoff::exponential()
 //!     .initial(Duration::from_millis(100))
@@ -138,3 +139,6 @@ pub use grpc_connection::{
 pub use jitter::Jitter;
 pub use schedule::{Schedule, ScheduleState};
 pub use value::Backoff;
+
+/// The random source a [`Schedule`] draws its jitter from.
+pub use crate::rng::Rng;

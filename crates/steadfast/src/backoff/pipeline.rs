@@ -20,7 +20,8 @@ impl Backoff {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use steadfast::{Backoff, Rng};
+    /// use steadfast::backoff::Rng;
+    /// use steadfast::Backoff;
     /// let b = Backoff::grpc_go().build()?;
     /// let mut rng = Rng::with_seed(1);
     /// assert_eq!(b.delay_at(0, &mut rng), Duration::from_secs(1)); // no jitter on the first

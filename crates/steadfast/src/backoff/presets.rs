@@ -67,7 +67,7 @@ impl Backoff {
     /// let b = steadfast::Backoff::shift_exponential().max_delay(Duration::MAX).build()?;
     /// let ms: Vec<u128> = b.delays().take(4).map(|d| d.as_millis()).collect();
     /// assert_eq!(ms, [100, 200, 400, 800]);
-    /// assert_eq!(b.delay_at(u32::MAX, &mut steadfast::Rng::with_seed(0)), Duration::from_nanos(u64::MAX));
+    /// assert_eq!(b.delay_at(u32::MAX, &mut steadfast::backoff::Rng::with_seed(0)), Duration::from_nanos(u64::MAX));
     /// # Ok::<(), steadfast::ConfigError>(())
     /// ```
     pub const fn shift_exponential() -> BackoffBuilder {

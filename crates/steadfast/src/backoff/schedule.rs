@@ -15,7 +15,7 @@ use crate::rng::Rng;
 ///
 /// ```
 /// use std::time::Duration;
-/// use steadfast::{Rng, Schedule, ScheduleState};
+/// use steadfast::backoff::{Rng, Schedule, ScheduleState};
 ///
 /// /// Waits 10 ms, then 20 ms, then gives up.
 /// #[derive(Debug)]
@@ -89,7 +89,8 @@ impl<S: Schedule + ?Sized> Schedule for std::sync::Arc<S> {
 /// `step` up to `u32::MAX` gives a valid delay.
 ///
 /// ```
-/// use steadfast::{Backoff, Rng, Schedule, ScheduleState};
+/// use steadfast::backoff::{Rng, Schedule, ScheduleState};
+/// use steadfast::Backoff;
 /// let backoff = Backoff::exponential().jitter(steadfast::Jitter::None).build()?;
 /// let mut state = ScheduleState::new();
 /// let mut rng = Rng::with_seed(1);
@@ -135,7 +136,7 @@ impl ScheduleState {
     /// The state of a call that has not retried yet.
     ///
     /// ```
-    /// let state = steadfast::ScheduleState::new();
+    /// let state = steadfast::backoff::ScheduleState::new();
     /// assert_eq!((state.retries, state.step, state.total()), (0, 0, std::time::Duration::ZERO));
     /// ```
     #[must_use]
@@ -157,7 +158,8 @@ impl ScheduleState {
     /// memory is unknown, so the next delay comes from the closed form.
     ///
     /// ```
-    /// use steadfast::{Backoff, Jitter, Rng, Schedule, ScheduleState};
+    /// use steadfast::backoff::{Rng, Schedule, ScheduleState};
+    /// use steadfast::{Backoff, Jitter};
     /// let b = Backoff::exponential().jitter(Jitter::None).max_delay(std::time::Duration::from_secs(60)).build()?;
     /// let mut state = ScheduleState::at_step(u32::MAX - 1);
     /// assert_eq!(b.next_delay(&mut state, &mut Rng::with_seed(0)), Some(std::time::Duration::from_secs(60)));
@@ -175,7 +177,7 @@ impl ScheduleState {
     /// [`reset_curve`](Self::reset_curve)).
     ///
     /// ```
-    /// let state = steadfast::ScheduleState::new();
+    /// let state = steadfast::backoff::ScheduleState::new();
     /// assert_eq!(state.prev(), std::time::Duration::ZERO);
     /// ```
     #[must_use]
@@ -188,7 +190,7 @@ impl ScheduleState {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let mut state = steadfast::ScheduleState::new();
+    /// let mut state = steadfast::backoff::ScheduleState::new();
     /// state.record(Duration::from_secs(1));
     /// state.record(Duration::from_millis(500));
     /// assert_eq!(state.total(), Duration::from_millis(1500));
@@ -206,7 +208,7 @@ impl ScheduleState {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let mut state = steadfast::ScheduleState::new();
+    /// let mut state = steadfast::backoff::ScheduleState::new();
     /// state.record(Duration::from_millis(20));
     /// assert_eq!((state.retries, state.step), (1, 1));
     /// assert_eq!((state.prev(), state.total()), (Duration::from_millis(20), Duration::from_millis(20)));
@@ -229,7 +231,8 @@ impl ScheduleState {
     /// keeping the count of retries and the total delay.
     ///
     /// ```
-    /// use steadfast::{Backoff, Jitter, Rng, Schedule, ScheduleState};
+    /// use steadfast::backoff::{Rng, Schedule, ScheduleState};
+    /// use steadfast::{Backoff, Jitter};
     /// let b = Backoff::exponential().jitter(Jitter::None).build()?;
     /// let (mut state, mut rng) = (ScheduleState::new(), Rng::with_seed(0));
     /// b.next_delay(&mut state, &mut rng);

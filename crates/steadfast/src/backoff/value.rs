@@ -261,7 +261,7 @@ impl Backoff {
     /// The same schedule with another seed (`None`: the caller's entropy).
     ///
     /// ```
-    /// use steadfast::Schedule;
+    /// use steadfast::backoff::Schedule;
     /// let b = steadfast::Backoff::default().with_seed(Some(5));
     /// assert_eq!(b.seed(), Some(5));
     /// ```

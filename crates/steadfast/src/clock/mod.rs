@@ -22,6 +22,7 @@
 #[cfg(feature = "async-io")]
 mod async_io_clock;
 mod coarse;
+mod default_clock;
 #[cfg(feature = "futures-timer")]
 mod futures_timer_clock;
 mod stopwatch;
@@ -39,6 +40,9 @@ use crate::cancel::CancelToken;
 #[cfg(feature = "async-io")]
 pub use async_io_clock::{AsyncIoClock, AsyncIoSleep};
 pub use coarse::CoarseClock;
+pub use default_clock::DefaultClock;
+#[cfg(not(any(feature = "tokio", feature = "futures-timer", feature = "async-io")))]
+pub use default_clock::NoClock;
 #[cfg(feature = "futures-timer")]
 pub use futures_timer_clock::FuturesTimerClock;
 #[cfg(all(test, not(loom)))]
@@ -135,7 +139,7 @@ fn saturating_add_slow(now: Instant, d: Duration) -> Instant {
 /// `FuturesTimerClock` (feature `futures-timer`) and `AsyncIoClock`
 /// (feature `async-io`) need no tokio runtime; [`VirtualClock`] is for tests.
 /// Without the `tokio` feature the default is the first of those two that
-/// is enabled (see [`DefaultClock`](crate::retry::DefaultClock)).
+/// is enabled (see [`DefaultClock`]).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot sleep asynchronously",
     label = "not an async clock",
@@ -152,7 +156,7 @@ pub trait AsyncClock: Clock {
     /// (default: always). [`TokioClock`] says `false` outside a tokio
     /// runtime, where tokio would panic; the async retry asks before each
     /// timer it makes and ends the call with
-    /// [`StopReason::NoTimer`](crate::StopReason::NoTimer) instead.
+    /// [`StopReason::NoTimer`](crate::call::StopReason::NoTimer) instead.
     ///
     /// ```
     /// use steadfast::clock::{AsyncClock, VirtualClock};

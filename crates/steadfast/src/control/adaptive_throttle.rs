@@ -7,7 +7,8 @@ use super::slots::{Counter, TimeWindow};
 use super::sync::{AtomicU64, Ordering};
 use super::{Outcome, Refusal, RefusingFlag, RetryControl, report_transition};
 use crate::clock::{Clock, Stopwatch, SystemClock};
-use crate::{ConfigError, Rng};
+use crate::config_error::ConfigError;
+use crate::rng::Rng;
 
 const NAME: &str = "adaptive throttle";
 

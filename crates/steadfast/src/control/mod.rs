@@ -82,6 +82,8 @@ pub use token_bucket::{TokenBucket, TokenBucketBuilder, TokenBucketSnapshot};
 
 use sync::{AtomicBool, Ordering};
 
+use crate::call::Verdict;
+
 /// What happened to one attempt, as a control sees it.
 ///
 /// ```
@@ -96,6 +98,35 @@ pub enum Outcome {
     /// The attempt failed in a way that would be retried: the server may be
     /// in trouble.
     RetryableFailure,
+}
+
+impl Outcome {
+    /// What a control hears of an attempt whose outcome the classifier
+    /// judged `verdict`: a success for [`Verdict::Success`]; a retryable
+    /// failure for [`Verdict::Retry`], [`Verdict::RetryAfter`] and
+    /// [`Verdict::StopSending`] (a pushback that forbids retries still
+    /// says the server is in trouble); nothing for [`Verdict::Stop`] (a
+    /// permanent error says nothing of the server's health). The one rule
+    /// every executor and layer follows.
+    ///
+    /// ```
+    /// use steadfast::Verdict;
+    /// use steadfast::control::Outcome;
+    /// assert_eq!(Outcome::of(Verdict::Success), Some(Outcome::Success));
+    /// assert_eq!(Outcome::of(Verdict::StopSending), Some(Outcome::RetryableFailure));
+    /// assert_eq!(Outcome::of(Verdict::Stop), None);
+    /// ```
+    #[inline]
+    #[must_use]
+    pub const fn of(verdict: Verdict) -> Option<Self> {
+        match verdict {
+            Verdict::Success => Some(Self::Success),
+            Verdict::Retry | Verdict::RetryAfter(_) | Verdict::StopSending => {
+                Some(Self::RetryableFailure)
+            }
+            Verdict::Stop => None,
+        }
+    }
 }
 
 /// Why a control refused.

@@ -4,7 +4,7 @@ use std::fmt;
 
 use super::sync::{AtomicU64, CachePadded, Ordering};
 use super::{Outcome, Refusal, RefusingFlag, RetryControl, report_transition};
-use crate::ConfigError;
+use crate::config_error::ConfigError;
 
 const NAME: &str = "token bucket";
 

@@ -88,7 +88,8 @@ impl TimeBudget {
     /// use std::time::Duration;
     /// use steadfast::Deadline;
     /// use steadfast::clock::{Clock, VirtualClock};
-    /// use steadfast::deadline::{self, TimeBudget};
+    /// use steadfast::deadline::TimeBudget;
+    /// use steadfast::deadline;
     ///
     /// let clock = VirtualClock::new();
     /// let d = Deadline::after(clock.now(), Duration::from_secs(3));

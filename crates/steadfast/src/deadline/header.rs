@@ -45,7 +45,7 @@ use std::time::{Duration, Instant};
 use super::Deadline;
 use super::grpc_timeout::GrpcTimeout;
 use super::parse_error::{TimeoutParseError, TimeoutParseErrorKind, parse_digits};
-use crate::ConfigError;
+use crate::config_error::ConfigError;
 
 /// The default header name: `x-steadfast-timeout`.
 pub const DEFAULT_HEADER_NAME: &str = "x-steadfast-timeout";

@@ -10,9 +10,9 @@
 //! | [`TimeBudget`] | the effective timeout of each outgoing call: min(link, message, call) |
 //! | [`current`], [`scope`], [`scope_async`], [`WithDeadlineExt::with_deadline`] | the ambient deadline, readable deep in a call stack |
 //! | [`GrpcTimeout`], [`DeadlineHeader`] | the time left on the wire (`grpc-timeout`, or a configurable HTTP header) |
-//! | [`DeadlineGuard`], [`cancel_at`] | server side: a [`CancelToken`](crate::CancelToken) that fires when the deadline passes or the request is dropped |
+//! | [`DeadlineGuard`], [`cancel_at`] | server side: a [`CancelToken`](crate::cancel::CancelToken) that fires when the deadline passes or the request is dropped |
 //! | [`timeout_at`], [`timeout`], [`DeadlineExceeded`], [`CancelCause`] | run a future under a deadline; tell a passed deadline from a cancellation |
-//! | [`Connector`] | connect with a deadline: retry with gRPC connection backoff until connected or out of time |
+//! | [`Connector`](crate::retry::Connector) | connect with a deadline: retry with gRPC connection backoff until connected or out of time (a retry executor, in [`retry`](crate::retry)) |
 //!
 //! # The rule for every outgoing call
 //!
@@ -75,7 +75,6 @@
 
 mod ambient;
 mod budget;
-mod connect;
 mod grpc_timeout;
 mod guard;
 mod header;
@@ -89,7 +88,6 @@ use crate::clock::Clock;
 
 pub use ambient::{WithDeadline, WithDeadlineExt, current, inherit, scope, scope_async};
 pub use budget::TimeBudget;
-pub use connect::{ConnectFailure, Connector, ConnectorBuilder};
 pub use grpc_timeout::{GrpcTimeout, MAX_TIMEOUT_VALUE, TimeoutUnit};
 pub use guard::DeadlineGuard;
 pub use header::{

@@ -24,7 +24,8 @@ use crate::clock::AsyncClock;
 /// use std::time::Duration;
 /// use steadfast::{CancelToken, Deadline};
 /// use steadfast::clock::{Clock, VirtualClock};
-/// use steadfast::deadline::{self, CancelCause};
+/// use steadfast::deadline::CancelCause;
+/// use steadfast::deadline;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {

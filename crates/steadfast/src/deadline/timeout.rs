@@ -45,7 +45,7 @@ impl std::error::Error for DeadlineExceeded {}
 /// Why a call that was stopped from outside stopped.
 ///
 /// The rule, for every executor: when a call fails as cancelled (its
-/// [`CancelToken`](crate::CancelToken) fired, or its future was cut short)
+/// [`CancelToken`](crate::cancel::CancelToken) fired, or its future was cut short)
 /// and its deadline has passed by then, it reports
 /// [`DeadlineExceeded`](CancelCause::DeadlineExceeded), not
 /// [`Cancelled`](CancelCause::Cancelled): a token fired by a deadline timer,
@@ -119,7 +119,8 @@ impl Deadline {
 /// use std::time::Duration;
 /// use steadfast::Deadline;
 /// use steadfast::clock::{AsyncClock, Clock, VirtualClock};
-/// use steadfast::deadline::{self, DeadlineExceeded};
+/// use steadfast::deadline::DeadlineExceeded;
+/// use steadfast::deadline;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
@@ -153,7 +154,8 @@ pub fn timeout_at<C: AsyncClock, F: Future>(
 /// ```
 /// use std::time::Duration;
 /// use steadfast::clock::VirtualClock;
-/// use steadfast::deadline::{self, DeadlineExceeded};
+/// use steadfast::deadline::DeadlineExceeded;
+/// use steadfast::deadline;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {

@@ -1,10 +1,12 @@
-use std::borrow::Borrow;
 use std::fmt;
 use std::marker::PhantomData;
 
-use super::{HedgePolicy, HedgeStats};
-use crate::retry::{DefaultClock, Operation, Plain, Reported};
-use crate::{AnyError, CancelToken, ClassifyFn, Clock, Deadline, When};
+use crate::call::{HedgeStats, Lend, Operation, Plain, Reported};
+use crate::cancel::CancelToken;
+use crate::classify::{AnyError, ClassifyFn, When};
+use crate::clock::{Clock, DefaultClock};
+use crate::deadline::Deadline;
+use crate::policy::HedgePolicy;
 
 /// A hook called once when a hedged call ends, with what it sent. `()` does
 /// nothing; [`FinishFn`] wraps a closure (made by [`Hedge::on_finish`]).
@@ -22,7 +24,7 @@ impl OnFinish for () {
 ///
 /// ```
 /// use steadfast::hedge::{FinishFn, OnFinish};
-/// use steadfast::HedgeStats;
+/// use steadfast::call::HedgeStats;
 /// let mut sent = 0;
 /// let mut hook = FinishFn::new(|s: &HedgeStats| sent += s.sent);
 /// let mut stats = HedgeStats::default();
@@ -57,13 +59,13 @@ impl<F: FnMut(&HedgeStats)> OnFinish for FinishFn<F> {
 /// A hedged call being configured: made by [`Hedgeable::hedge`], then
 /// `.await`ed (it becomes a [`HedgeFuture`](super::HedgeFuture)).
 ///
-/// `P` is anything that borrows a [`HedgePolicy`]: the policy, a reference
-/// or an `Arc`.
+/// `P` is anything that [lends](Lend) a [`HedgePolicy`]: the policy, a
+/// reference or an `Arc`.
 #[must_use = "a hedged call does nothing until it is awaited"]
 ///
 /// Awaited, it gives the call's `Result`; after [`report`](Self::report), a
-/// [`HedgeReport`](super::HedgeReport) (the result, the copies' stats and
-/// why the call stopped). `O` is [`Plain`] or [`Reported`].
+/// [`Report`](crate::call::Report) (the result, why the call stopped, and
+/// the copies' [`HedgeStats`]). `O` is [`Plain`] or [`Reported`].
 pub struct Hedge<F, P, K = AnyError, C = DefaultClock, H = (), O = Plain> {
     pub(super) output: PhantomData<fn() -> O>,
     pub(super) op: F,
@@ -102,7 +104,7 @@ impl<F, P, K, C, H, O> Hedge<F, P, K, C, H, O> {
         self.with_classifier(ClassifyFn::new(f))
     }
 
-    /// Uses any [`Classify`](crate::Classify) implementation.
+    /// Uses any [`Classify`](crate::classify::Classify) implementation.
     pub fn with_classifier<K2>(self, classify: K2) -> Hedge<F, P, K2, C, H, O> {
         Hedge {
             output: PhantomData,
@@ -167,10 +169,35 @@ impl<F, P, K, C, H, O> Hedge<F, P, K, C, H, O> {
         self
     }
 
-    /// Gives a [`HedgeReport`](super::HedgeReport) instead of the plain
-    /// result: the result, the copies' [`HedgeStats`] (on success too) and
-    /// why the call stopped (`None` for a success).
+    /// Gives a [`Report`](crate::call::Report) instead of the plain result:
+    /// the result, why the call stopped (`None` for a success), the copies
+    /// sent as its attempts, and their [`HedgeStats`] (on success too) as
+    /// its `hedge`.
     pub fn report(self) -> Hedge<F, P, K, C, H, Reported> {
+        self.output()
+    }
+
+    /// Chooses the output form by type: [`Plain`] (the `Result`) or
+    /// [`Reported`] (a [`Report`](crate::call::Report)), as
+    /// [`Retry::output`](crate::retry::Retry::output) does; [`report`](Self::report)
+    /// is `output::<Reported>()`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::call::Plain;
+    /// use steadfast::{Attempt, HedgePolicy, Hedgeable};
+    /// # futures::executor::block_on(async {
+    /// let policy = HedgePolicy::builder(Duration::from_millis(5)).build()?;
+    /// let value = (|_: Attempt| async { Ok::<_, ()>(7) })
+    ///     .hedge(&policy)
+    ///     .clock(steadfast::clock::VirtualClock::new())
+    ///     .output::<Plain>()
+    ///     .await;
+    /// assert_eq!(value, Ok(7));
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn output<O2>(self) -> Hedge<F, P, K, C, H, O2> {
         Hedge {
             output: PhantomData,
             op: self.op,
@@ -211,7 +238,7 @@ impl<F, P, K, C, H, O> Hedge<F, P, K, C, H, O> {
 /// ```
 pub trait Hedgeable<Fut>: Sized {
     /// Hedges this operation under `policy`; configure, then `.await`.
-    fn hedge<P: Borrow<HedgePolicy>>(self, policy: P) -> Hedge<Self, P>;
+    fn hedge<P: Lend<Policy = HedgePolicy>>(self, policy: P) -> Hedge<Self, P>;
 }
 
 impl<F> Hedgeable<F::Future> for F
@@ -219,7 +246,7 @@ where
     F: Operation,
 {
     #[inline]
-    fn hedge<P: Borrow<HedgePolicy>>(self, policy: P) -> Hedge<Self, P> {
+    fn hedge<P: Lend<Policy = HedgePolicy>>(self, policy: P) -> Hedge<Self, P> {
         Hedge {
             output: PhantomData,
             op: self,

@@ -1,21 +1,19 @@
-use std::borrow::Borrow;
 use std::fmt;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use pin_project_lite::pin_project;
 
-use super::{
-    Hedge, HedgeAction, HedgeDecision, HedgeError, HedgeFinish, HedgePolicy, HedgeReport,
-    HedgeState, HedgeStats, OnFinish,
-};
-use crate::cancel::Cancelled;
-use crate::deadline::WithDeadline;
-use crate::retry::{Operation, Plain};
-use crate::{AsyncClock, Classify, Deadline, StopReason};
+use super::{Hedge, OnFinish};
+use crate::call::{Finish, HedgeStats, Lend, Operation, Plain, Report, RetryError, StopReason};
+use crate::cancel::{CancelToken, Cancelled};
+use crate::classify::Classify;
+use crate::clock::AsyncClock;
+use crate::deadline::{Deadline, WithDeadline};
+use crate::policy::{HedgeAction, HedgeDecision, HedgePolicy, HedgeState};
 
 pin_project! {
     /// The hedging executor: the future a [`Hedge`] becomes when awaited.
@@ -87,11 +85,11 @@ impl<F, Fut, P, K, C, H, T, E, O> IntoFuture for Hedge<F, P, K, C, H, O>
 where
     F: Operation<Future = Fut>,
     Fut: Future<Output = Result<T, E>>,
-    P: Borrow<HedgePolicy>,
+    P: Lend<Policy = HedgePolicy>,
     K: Classify<T, E>,
     C: AsyncClock,
     H: OnFinish,
-    O: HedgeFinish<T, E>,
+    O: Finish<T, E>,
 {
     type Output = O::Output;
     type IntoFuture = HedgeFuture<F, Fut, P, K, C, H, T, E, O>;
@@ -104,7 +102,7 @@ where
             classify: self.classify,
             clock: self.clock,
             on_finish: self.on_finish,
-            cancel: self.cancel.as_ref().map(crate::CancelToken::cancelled),
+            cancel: self.cancel.as_ref().map(CancelToken::cancelled),
             name: self.name,
             deadline: self.deadline,
             state: None,
@@ -122,11 +120,11 @@ impl<F, Fut, P, K, C, H, T, E, O> Future for HedgeFuture<F, Fut, P, K, C, H, T, 
 where
     F: Operation<Future = Fut>,
     Fut: Future<Output = Result<T, E>>,
-    P: Borrow<HedgePolicy>,
+    P: Lend<Policy = HedgePolicy>,
     K: Classify<T, E>,
     C: AsyncClock,
     H: OnFinish,
-    O: HedgeFinish<T, E>,
+    O: Finish<T, E>,
 {
     type Output = O::Output;
 
@@ -145,9 +143,9 @@ where
                 return Poll::Ready(O::from_report(this.stop_cancelled(now)));
             }
             let deadline = *this.deadline;
-            let state = this.state.get_or_insert_with(|| {
-                Borrow::<HedgePolicy>::borrow(&*this.policy).start_at(now, deadline)
-            });
+            let state = this
+                .state
+                .get_or_insert_with(|| this.policy.policy().start_at(now, deadline));
             // 1. Poll the copies first: a reply that is already there makes
             //    a due hedge unnecessary. Handle one outcome at a time.
             let mut outcome = None;
@@ -165,7 +163,9 @@ where
             }
             if let Some((number, out)) = outcome {
                 let verdict = this.classify.classify(&out);
-                match Borrow::<HedgePolicy>::borrow(&*this.policy)
+                match this
+                    .policy
+                    .policy()
                     .on_outcome_at(state, number, verdict, now)
                 {
                     HedgeDecision::Continue => *this.last = Some(out),
@@ -185,7 +185,7 @@ where
             // 2. Send every copy that is due, then poll the new ones.
             let mut sent_any = false;
             let wake = loop {
-                match Borrow::<HedgePolicy>::borrow(&*this.policy).send_due_at(state, now) {
+                match this.policy.policy().send_due_at(state, now) {
                     HedgeAction::Send(attempt) => {
                         sent_any = true;
                         // Each copy runs with the call's deadline as its ambient one.
@@ -260,7 +260,7 @@ where
     C: AsyncClock,
     H: OnFinish,
 {
-    fn stop_cancelled(&mut self, now: Instant) -> HedgeReport<T, E> {
+    fn stop_cancelled(&mut self, now: Instant) -> Report<T, E> {
         let reason = match self.state.as_ref().and_then(HedgeState::deadline) {
             Some(d) if d.is_expired(now) => StopReason::Deadline,
             _ => StopReason::Cancelled,
@@ -271,7 +271,7 @@ where
     /// Ends the call: counts and drops every copy still in flight, reports,
     /// and turns the last outcome into the result. `reason` is used only
     /// when the call did not succeed.
-    fn finish(&mut self, reason: StopReason, now: Instant) -> HedgeReport<T, E> {
+    fn finish(&mut self, reason: StopReason, now: Instant) -> Report<T, E> {
         let stats = self
             .state
             .as_ref()
@@ -312,7 +312,7 @@ where
                     "steadfast: hedged call failed"
                 );
                 let error = last.and_then(Result::err);
-                let err = HedgeError::new(reason, error, stats);
+                let err = RetryError::hedged(reason, error, stats);
                 let err = match self.name {
                     Some(name) => err.with_name(name),
                     None => err,
@@ -320,10 +320,12 @@ where
                 (Err(err), Some(reason))
             }
         };
-        HedgeReport {
+        Report {
             result,
-            stats,
+            attempts: stats.sent,
             stop,
+            waited: Duration::ZERO,
+            hedge: Some(stats),
         }
     }
 }

@@ -21,7 +21,7 @@
 //!   request itself (a GC pause, a busy replica, a lost packet), and send the
 //!   copies to different replicas (see [`Attempt::in_flight`]);
 //! - do not hedge when every request is slow (an overloaded server: copies
-//!   only add load; use a [`RetryControl`](crate::RetryControl) so hedges
+//!   only add load; use a [`RetryControl`](crate::control::RetryControl) so hedges
 //!   stop when failures mount) or when the slowness follows the request (a
 //!   big query is slow on every replica);
 //! - pick the delay near a high quantile of latency (the 95th percentile
@@ -29,7 +29,7 @@
 //!
 //! # Outcomes (gRFC A6)
 //!
-//! The classifier's [`Verdict`](crate::Verdict) for each copy decides:
+//! The classifier's [`Verdict`](crate::call::Verdict) for each copy decides:
 //!
 //! | verdict | effect |
 //! |---|---|
@@ -39,7 +39,9 @@
 //! | `Stop` (fatal, or pushback "do not retry") | every copy is cancelled; the error is returned |
 //!
 //! When every copy has failed, the last error is returned in a
-//! [`HedgeError`] with [`StopReason::Exhausted`](crate::StopReason). Each
+//! [`RetryError`] with [`StopReason::Exhausted`](crate::call::StopReason) (one error
+//! type for retried and hedged calls; its [`hedge_stats`](RetryError::hedge_stats)
+//! says what the copies did). Each
 //! copy after the first asks the policy's retry control first; a refused
 //! copy is not sent, and neither is any after it. A deadline (the policy's
 //! `max_elapsed`, [`Hedge::deadline`], or the [ambient
@@ -50,7 +52,8 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use steadfast::{Attempt, HedgePolicy, Hedgeable, HedgeStats};
+//! use steadfast::call::HedgeStats;
+//! use steadfast::{Attempt, HedgePolicy, Hedgeable};
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -80,58 +83,6 @@
 //! # }
 //! ```
 //!
-//! # The decision engine, without the executor
-//!
-//! All the decisions live in [`HedgePolicy`] and a per-call [`HedgeState`]:
-//! [`HedgePolicy::start`], [`HedgePolicy::send_due`] (send, wait until, or
-//! stop) and [`HedgePolicy::on_outcome`] (succeed, continue, or stop). A
-//! simulator drives exactly these on virtual time (the `_at` variants take
-//! its own instants). A complete event loop for one simulated call:
-//!
-//! ```
-//! use std::time::{Duration, Instant};
-//! use steadfast::{HedgeAction, HedgeDecision, HedgePolicy, Verdict};
-//!
-//! let ms = Duration::from_millis;
-//! // The simulated world: copy 1 is slow, the others fast.
-//! let latency = |copy: u32| if copy == 1 { ms(900) } else { ms(40) };
-//!
-//! let policy = HedgePolicy::builder(ms(100)).max_attempts(3).build()?;
-//! let t0 = Instant::now();
-//! let mut now = t0;
-//! let mut call = policy.start_at(now, None);
-//! let mut in_flight: Vec<(Instant, u32)> = Vec::new(); // (reply time, copy)
-//! let (winner, took) = loop {
-//!     let wake = loop {
-//!         match policy.send_due_at(&mut call, now) {
-//!             HedgeAction::Send(a) => in_flight.push((now + latency(a.number), a.number)),
-//!             HedgeAction::WaitUntil(t) => break Some(t),
-//!             HedgeAction::WaitForOutcome => break None,
-//!             HedgeAction::Stop(reason) => panic!("gave up: {reason}"),
-//!         }
-//!     };
-//!     in_flight.sort();
-//!     match (in_flight.first().copied(), wake) {
-//!         // The next event is a reply.
-//!         (Some((at, copy)), w) if w.is_none_or(|w| at <= w) => {
-//!             now = at;
-//!             in_flight.remove(0);
-//!             match policy.on_outcome_at(&mut call, copy, Verdict::Success, now) {
-//!                 HedgeDecision::Succeed => break (copy, now - t0),
-//!                 other => panic!("unexpected {other:?}"),
-//!             }
-//!         }
-//!         // The next event is a copy falling due.
-//!         (_, Some(w)) => now = w,
-//!         (_, None) => unreachable!("a reply or a due copy is always next"),
-//!     }
-//! };
-//! // Copy 2 went out at 100 ms and answered at 140 ms; copy 1 is cancelled.
-//! assert_eq!((winner, took), (2, ms(140)));
-//! assert_eq!(call.stats(now).cancelled, 1);
-//! # Ok::<(), steadfast::ConfigError>(())
-//! ```
-//!
 //! # What it costs
 //!
 //! When the first copy succeeds before the hedging delay, a call reads the
@@ -149,26 +100,16 @@
 //! counting allocator. An [`AdaptiveDelay`] costs one atomic load
 //! per call and one ring-buffer store per success.
 
-mod attempt_set;
 mod builder;
-mod delay;
-mod error;
 mod future;
-mod policy;
-mod report;
 
-pub use attempt_set::{AttemptSet, AttemptSetIter, MAX_HEDGE_ATTEMPTS};
 pub use builder::{FinishFn, Hedge, Hedgeable, OnFinish};
-pub use delay::{AdaptiveDelay, AdaptiveDelayBuilder, HedgeDelay, MAX_WINDOW};
-pub use error::HedgeError;
 pub use future::HedgeFuture;
-pub use policy::{
-    HedgeAction, HedgeDecision, HedgePolicy, HedgePolicyBuilder, HedgeState, HedgeStats,
-};
-pub use report::{HedgeFinish, HedgeReport};
 
 #[cfg(doc)]
-use crate::Attempt;
+use crate::call::{Attempt, RetryError};
+#[cfg(doc)]
+use crate::policy::{AdaptiveDelay, HedgePolicy};
 
 #[cfg(test)]
 mod tests;

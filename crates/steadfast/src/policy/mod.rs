@@ -1,4 +1,28 @@
-//! The retry policy: the one place that decides *go again, when, or stop*.
+//! The policies: the one place that decides *go again, when, or stop*.
+//!
+//! A policy is configuration: built once, cheap to clone, shared by many
+//! calls. Each call keeps its own small state (on the stack), which the
+//! policy advances after every attempt. The executors ([`retry`](crate::retry),
+//! [`hedge`](crate::hedge)), the simulator and every integration are loops
+//! around exactly these values; none holds a rule of its own.
+//!
+//! - [`RetryPolicy`] with [`CallState`]: one attempt at a time;
+//! - [`HedgePolicy`] with [`HedgeState`]: copies that overlap, the first
+//!   success wins; its delay a fixed one or an [`AdaptiveDelay`];
+//! - [`Limits`]: what both share (the cap on a single wait, the overall
+//!   limit, the retry control) and the rules that go with it: the call's
+//!   effective deadline, the wait a server's hint will really get
+//!   ([`Limits::wait`]), and what the control hears of each verdict
+//!   ([`Outcome::of`](crate::control::Outcome::of)).
+//!
+//! A program names the policies (both are at the crate root), and perhaps
+//! [`AdaptiveDelay`] or [`Limits`]. The rest of this module drives the
+//! engine: [`CallState`], [`Decision`], [`HedgeState`], [`HedgeAction`],
+//! [`HedgeDecision`] and [`Wait`] are for an executor of your own, a
+//! simulator or an integration; `.retry(..)` and `.hedge(..)` never make
+//! you name them.
+//!
+//! ## Retrying
 //!
 //! A [`RetryPolicy`] is configuration: built once, cheap to clone, shared by
 //! many calls. Each call keeps its own small [`CallState`] (on the stack),
@@ -8,7 +32,8 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use steadfast::{Decision, RetryPolicy, StopReason, Verdict};
+//! use steadfast::policy::Decision;
+//! use steadfast::{RetryPolicy, StopReason, Verdict};
 //! use steadfast::clock::{Clock, VirtualClock};
 //! use steadfast::backoff::Backoff;
 //!
@@ -24,351 +49,76 @@
 //! assert_eq!(policy.decide(&mut call, Verdict::Retry, &clock), Decision::Stop(StopReason::Exhausted));
 //! # Ok::<(), steadfast::ConfigError>(())
 //! ```
+//!
+//! ## Hedging
+//!
+//! All the decisions live in [`HedgePolicy`] and a per-call [`HedgeState`]:
+//! [`HedgePolicy::start`], [`HedgePolicy::send_due`] (send, wait until, or
+//! stop) and [`HedgePolicy::on_outcome`] (succeed, continue, or stop). A
+//! simulator drives exactly these on virtual time (the `_at` variants take
+//! its own instants). A complete event loop for one simulated call:
+//!
+//! ```
+//! use std::time::{Duration, Instant};
+//! use steadfast::policy::{HedgeAction, HedgeDecision};
+//! use steadfast::{HedgePolicy, Verdict};
+//!
+//! let ms = Duration::from_millis;
+//! // The simulated world: copy 1 is slow, the others fast.
+//! let latency = |copy: u32| if copy == 1 { ms(900) } else { ms(40) };
+//!
+//! let policy = HedgePolicy::builder(ms(100)).max_attempts(3).build()?;
+//! let t0 = Instant::now();
+//! let mut now = t0;
+//! let mut call = policy.start_at(now, None);
+//! let mut in_flight: Vec<(Instant, u32)> = Vec::new(); // (reply time, copy)
+//! let (winner, took) = loop {
+//!     let wake = loop {
+//!         match policy.send_due_at(&mut call, now) {
+//!             HedgeAction::Send(a) => in_flight.push((now + latency(a.number), a.number)),
+//!             HedgeAction::WaitUntil(t) => break Some(t),
+//!             HedgeAction::WaitForOutcome => break None,
+//!             HedgeAction::Stop(reason) => panic!("gave up: {reason}"),
+//!         }
+//!     };
+//!     in_flight.sort();
+//!     match (in_flight.first().copied(), wake) {
+//!         // The next event is a reply.
+//!         (Some((at, copy)), w) if w.is_none_or(|w| at <= w) => {
+//!             now = at;
+//!             in_flight.remove(0);
+//!             match policy.on_outcome_at(&mut call, copy, Verdict::Success, now) {
+//!                 HedgeDecision::Succeed => break (copy, now - t0),
+//!                 other => panic!("unexpected {other:?}"),
+//!             }
+//!         }
+//!         // The next event is a copy falling due.
+//!         (_, Some(w)) => now = w,
+//!         (_, None) => unreachable!("a reply or a due copy is always next"),
+//!     }
+//! };
+//! // Copy 2 went out at 100 ms and answered at 140 ms; copy 1 is cancelled.
+//! assert_eq!((winner, took), (2, ms(140)));
+//! assert_eq!(call.stats(now).cancelled, 1);
+//! # Ok::<(), steadfast::ConfigError>(())
+//! ```
+//!
 
-mod call;
+mod call_state;
 mod decision;
+mod hedge;
+mod hedge_delay;
+mod hedge_state;
+mod limits;
+mod retry;
 
-use std::fmt;
-use std::sync::Arc;
-use std::time::Duration;
+pub use call_state::CallState;
+pub use decision::Decision;
+pub use hedge::{HedgePolicy, HedgePolicyBuilder};
+pub use hedge_delay::{AdaptiveDelay, AdaptiveDelayBuilder, HedgeDelay, MAX_WINDOW};
+pub use hedge_state::{HedgeAction, HedgeDecision, HedgeState};
+pub use limits::{DEFAULT_MAX_DELAY, Limits, Wait};
+pub use retry::{DEFAULT_MAX_ATTEMPTS, RetryPolicy, RetryPolicyBuilder};
 
-use crate::backoff::Backoff;
-use crate::{ConfigError, RetryControl, Schedule};
-
-pub use call::CallState;
-pub use decision::{Decision, StopReason};
-
-/// The longest any single wait may be unless configured otherwise: five
-/// minutes. Caps schedule delays and server hints alike, so a hostile
-/// `Retry-After` of a year waits five minutes at most (and never past the
-/// call's deadline).
-pub const DEFAULT_MAX_DELAY: Duration = Duration::from_secs(300);
-
-/// The default number of attempts, counting the first: 3.
-pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
-
-/// How a call retries: attempts, backoff, limits and retry control.
-///
-/// Cheap to clone (a schedule value plus an optional `Arc`); share one
-/// between many calls. See the [module docs](self) for the decision engine
-/// and [`retry`](crate::retry) for the executors.
-#[derive(Clone)]
-pub struct RetryPolicy<S = Backoff> {
-    schedule: S,
-    max_attempts: u32,
-    max_delay: Duration,
-    max_elapsed: Option<Duration>,
-    attempt_timeout: Option<Duration>,
-    control: Option<Arc<dyn RetryControl>>,
-    /// `is_lean()`, worked out once by `build` (one load on the hot path).
-    lean: bool,
-    /// Whether the control wants attempt durations, asked once by `build`.
-    timed: bool,
-}
-
-impl<S: fmt::Debug> fmt::Debug for RetryPolicy<S> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RetryPolicy")
-            .field("schedule", &self.schedule)
-            .field("max_attempts", &self.max_attempts)
-            .field("max_delay", &self.max_delay)
-            .field("max_elapsed", &self.max_elapsed)
-            .field("attempt_timeout", &self.attempt_timeout)
-            .field("control", &self.control)
-            .finish()
-    }
-}
-
-impl RetryPolicy<Backoff> {
-    /// A builder with every option at its default: 3 attempts,
-    /// [`Backoff::default`], waits capped at [`DEFAULT_MAX_DELAY`], no overall
-    /// limit, no per-attempt timeout, no retry control.
-    ///
-    /// ```
-    /// let policy = steadfast::RetryPolicy::builder().max_attempts(5).build()?;
-    /// assert_eq!(policy.max_attempts(), 5);
-    /// # Ok::<(), steadfast::ConfigError>(())
-    /// ```
-    #[must_use]
-    pub fn builder() -> RetryPolicyBuilder<Backoff> {
-        RetryPolicyBuilder::new(Backoff::default())
-    }
-}
-
-impl Default for RetryPolicy<Backoff> {
-    /// The builder's defaults (see [`RetryPolicy::builder`]).
-    fn default() -> Self {
-        RetryPolicyBuilder::new(Backoff::default()).policy
-    }
-}
-
-impl<S> RetryPolicy<S> {
-    /// The backoff schedule.
-    pub fn schedule(&self) -> &S {
-        &self.schedule
-    }
-
-    /// The most attempts a call makes, counting the first.
-    #[must_use]
-    pub fn max_attempts(&self) -> u32 {
-        self.max_attempts
-    }
-
-    /// The longest single wait, whether from the schedule or a server hint.
-    #[must_use]
-    pub fn max_delay(&self) -> Duration {
-        self.max_delay
-    }
-
-    /// The overall time limit of a call, measured from its start.
-    #[must_use]
-    pub fn max_elapsed(&self) -> Option<Duration> {
-        self.max_elapsed
-    }
-
-    /// The time limit of each attempt.
-    #[must_use]
-    pub fn attempt_timeout(&self) -> Option<Duration> {
-        self.attempt_timeout
-    }
-
-    /// The shared retry control, if any.
-    #[must_use]
-    pub fn control(&self) -> Option<&Arc<dyn RetryControl>> {
-        self.control.as_ref()
-    }
-
-    /// Whether a call's first attempt needs no per-call state: no retry
-    /// control to consult, no time limit to start. Then
-    /// [`decide`](Self::decide) says [`Decision::Succeed`] for a
-    /// [`Verdict::Success`](crate::Verdict::Success) whatever the state, and
-    /// the executors run the first attempt before they make a
-    /// [`CallState`], so a call that succeeds at once does no more than
-    /// the operation and its classification.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let lean = steadfast::RetryPolicy::builder().build()?;
-    /// assert!(lean.is_lean());
-    /// let timed = steadfast::RetryPolicy::builder().max_elapsed(Duration::from_secs(1)).build()?;
-    /// assert!(!timed.is_lean());
-    /// # Ok::<(), steadfast::ConfigError>(())
-    /// ```
-    #[inline]
-    #[must_use]
-    pub fn is_lean(&self) -> bool {
-        self.lean
-    }
-}
-
-impl<S: Schedule + Clone> RetryPolicy<S> {
-    /// A builder that starts from this policy's settings, to derive another
-    /// (for example the same policy with a single attempt).
-    ///
-    /// ```
-    /// let policy = steadfast::RetryPolicy::builder().max_attempts(4).build()?;
-    /// let once = policy.to_builder().max_attempts(1).build()?;
-    /// assert_eq!((policy.max_attempts(), once.max_attempts()), (4, 1));
-    /// assert_eq!(once.max_delay(), policy.max_delay());
-    /// # Ok::<(), steadfast::ConfigError>(())
-    /// ```
-    #[must_use]
-    pub fn to_builder(&self) -> RetryPolicyBuilder<S> {
-        RetryPolicyBuilder {
-            policy: self.clone(),
-            attempts_set: true,
-        }
-    }
-}
-
-impl<S: Schedule> RetryPolicy<S> {
-    /// A builder around a custom schedule; every other option at its default.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use steadfast::RetryPolicy;
-    /// use steadfast::backoff::Backoff;
-    /// let policy = RetryPolicy::with_schedule(Backoff::constant(Duration::from_secs(1)).build()?)
-    ///     .max_attempts(2)
-    ///     .build()?;
-    /// # Ok::<(), steadfast::ConfigError>(())
-    /// ```
-    pub fn with_schedule(schedule: S) -> RetryPolicyBuilder<S> {
-        RetryPolicyBuilder::new(schedule)
-    }
-}
-
-/// Builds a [`RetryPolicy`]; every option has a default, so adding one never
-/// breaks a caller.
-#[derive(Clone)]
-pub struct RetryPolicyBuilder<S> {
-    policy: RetryPolicy<S>,
-    /// Whether `max_attempts` was set (or came from a built policy), as
-    /// opposed to the default, which the schedule's own limit replaces.
-    attempts_set: bool,
-}
-
-impl<S: fmt::Debug> fmt::Debug for RetryPolicyBuilder<S> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("RetryPolicyBuilder")
-            .field(&self.policy)
-            .finish()
-    }
-}
-
-impl<S: Schedule> RetryPolicyBuilder<S> {
-    fn new(schedule: S) -> Self {
-        Self {
-            policy: RetryPolicy {
-                schedule,
-                max_attempts: DEFAULT_MAX_ATTEMPTS,
-                max_delay: DEFAULT_MAX_DELAY,
-                max_elapsed: None,
-                attempt_timeout: None,
-                control: None,
-                lean: true,
-                timed: false,
-            },
-            attempts_set: false,
-        }
-    }
-
-    /// The most attempts a call makes, **counting the first** (1 means no
-    /// retry; must be at least 1).
-    ///
-    /// This is the place for the limit. A schedule may carry one of its own
-    /// ([`Backoff`]'s `max_attempts`, for a schedule used alone); then:
-    /// - unset here, the policy adopts the schedule's limit (else the
-    ///   default, 3);
-    /// - set here, it must not exceed the schedule's: attempts the schedule
-    ///   has no delay for could never be made, so [`build`](Self::build)
-    ///   rejects that with a [`ConfigError`] naming both numbers. A smaller
-    ///   limit here is fine (a derived single-attempt policy, say).
-    ///
-    /// ```
-    /// use steadfast::{Backoff, RetryPolicy};
-    /// let five = Backoff::exponential().max_attempts(5).build()?;
-    /// // Unset on the policy: the schedule's limit holds.
-    /// assert_eq!(RetryPolicy::builder().backoff(five.clone()).build()?.max_attempts(), 5);
-    /// // Fewer on the policy: the policy's holds.
-    /// assert_eq!(RetryPolicy::builder().backoff(five.clone()).max_attempts(2).build()?.max_attempts(), 2);
-    /// // More on the policy than the schedule allows: an error, not a silent 5.
-    /// let err = RetryPolicy::builder().backoff(five).max_attempts(8).build().unwrap_err();
-    /// assert_eq!(err.field(), "max_attempts");
-    /// # Ok::<(), steadfast::ConfigError>(())
-    /// ```
-    #[must_use]
-    pub fn max_attempts(mut self, attempts: u32) -> Self {
-        self.policy.max_attempts = attempts;
-        self.attempts_set = true;
-        self
-    }
-
-    /// The backoff schedule (default [`Backoff::default`]).
-    pub fn backoff<S2: Schedule>(self, schedule: S2) -> RetryPolicyBuilder<S2> {
-        let p = self.policy;
-        RetryPolicyBuilder {
-            policy: RetryPolicy {
-                schedule,
-                max_attempts: p.max_attempts,
-                max_delay: p.max_delay,
-                max_elapsed: p.max_elapsed,
-                attempt_timeout: p.attempt_timeout,
-                control: p.control,
-                lean: p.lean,
-                timed: p.timed,
-            },
-            attempts_set: self.attempts_set,
-        }
-    }
-
-    /// The longest single wait, from the schedule or a server hint (default
-    /// [`DEFAULT_MAX_DELAY`]).
-    #[must_use]
-    pub fn max_delay(mut self, max: Duration) -> Self {
-        self.policy.max_delay = max;
-        self
-    }
-
-    /// The overall limit of a call, from its start: no wait ends past it and
-    /// no attempt runs past it (default none).
-    #[must_use]
-    pub fn max_elapsed(mut self, limit: Duration) -> Self {
-        self.policy.max_elapsed = Some(limit);
-        self
-    }
-
-    /// The limit of each attempt (default none). The async executor drops an
-    /// attempt that runs past it and counts it as a retryable failure; the
-    /// blocking executor hands it to the operation in [`Attempt`](crate::Attempt).
-    #[must_use]
-    pub fn attempt_timeout(mut self, limit: Duration) -> Self {
-        self.policy.attempt_timeout = Some(limit);
-        self
-    }
-
-    /// A shared retry control (budget, token bucket, throttle) that may
-    /// refuse retries (default none).
-    #[must_use]
-    pub fn control(mut self, control: Arc<dyn RetryControl>) -> Self {
-        self.policy.control = Some(control);
-        self
-    }
-
-    /// Checks the settings and builds the policy.
-    ///
-    /// # Errors
-    /// A [`ConfigError`] when `max_attempts` is 0 or more than the
-    /// schedule's own limit (see [`max_attempts`](Self::max_attempts)), or
-    /// `max_elapsed` or `attempt_timeout` is zero.
-    pub fn build(mut self) -> Result<RetryPolicy<S>, ConfigError> {
-        const WHAT: &str = "retry policy";
-        if let Some(limit) = self.policy.schedule.max_attempts() {
-            if !self.attempts_set {
-                self.policy.max_attempts = limit;
-            } else if self.policy.max_attempts > limit {
-                return Err(ConfigError::new(
-                    WHAT,
-                    "max_attempts",
-                    "must not exceed the backoff's own max_attempts, which would silently \
-                     win; set the limit in one place (the policy's)",
-                    format_args!("{} (the backoff's: {limit})", self.policy.max_attempts),
-                ));
-            }
-        }
-        let p = &self.policy;
-        if p.max_attempts == 0 {
-            return Err(ConfigError::new(
-                WHAT,
-                "max_attempts",
-                "must be at least 1 (it counts the first attempt)",
-                p.max_attempts,
-            ));
-        }
-        if p.max_elapsed == Some(Duration::ZERO) {
-            return Err(ConfigError::new(
-                WHAT,
-                "max_elapsed",
-                "must be greater than zero",
-                Duration::ZERO,
-            ));
-        }
-        if p.attempt_timeout == Some(Duration::ZERO) {
-            return Err(ConfigError::new(
-                WHAT,
-                "attempt_timeout",
-                "must be greater than zero",
-                Duration::ZERO,
-            ));
-        }
-        let mut policy = self.policy;
-        policy.lean = policy.control.is_none()
-            && policy.max_elapsed.is_none()
-            && policy.attempt_timeout.is_none();
-        policy.timed = policy
-            .control
-            .as_ref()
-            .is_some_and(RetryControl::wants_durations);
-        Ok(policy)
-    }
-}
+#[cfg(test)]
+mod tests;

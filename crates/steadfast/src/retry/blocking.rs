@@ -1,13 +1,16 @@
 use std::future::Ready;
 use std::time::Duration;
 
-use super::report::{Ended, Ending, ended_early};
-use super::{AsPolicy, Attempt, Finish, Notice, Notify, Retry, cancel_reason, conclude};
-use crate::hedge::AttemptSet;
-use crate::{
-    CallState, CancelToken, Classify, Clock, Deadline, Decision, RetryError, RetryPolicy,
-    StopReason, Verdict,
+use super::{Notice, Notify, Retry, cancel_reason, conclude};
+use crate::backoff::Schedule;
+use crate::call::{
+    Attempt, AttemptSet, Ended, Ending, Finish, Lend, RetryError, StopReason, Verdict, ended_early,
 };
+use crate::cancel::CancelToken;
+use crate::classify::Classify;
+use crate::clock::Clock;
+use crate::deadline::Deadline;
+use crate::policy::{CallState, Decision, RetryPolicy};
 
 /// The result with the ending `state` and `stop` describe.
 fn ended<T, E>(
@@ -15,13 +18,14 @@ fn ended<T, E>(
     state: &CallState,
     stop: Option<StopReason>,
 ) -> Ended<T, E> {
-    (result, Ending::of_call(state, stop))
+    (result, state.ending(stop))
 }
 
-impl<F, P, K, N, C, O, T, E> Retry<F, P, K, N, C, O>
+impl<F, P, K, N, C, O, T, E, S> Retry<F, P, K, N, C, O>
 where
     F: FnMut(Attempt) -> Result<T, E>,
-    P: AsPolicy,
+    P: Lend<Policy = RetryPolicy<S>>,
+    S: Schedule,
     K: Classify<T, E>,
     N: Notify<E, Future = Ready<()>>,
     C: Clock,
@@ -31,14 +35,14 @@ where
     ///
     /// # Errors
     /// A [`RetryError`] saying why the call stopped, with the last error
-    /// (after [`report`](Self::report): a [`Report`](super::Report)).
+    /// (after [`report`](Self::report): a [`Report`](crate::call::Report)).
     ///
     /// Available when the operation returns a `Result` (made by
     /// [`retry_blocking`](super::BlockingRetryable::retry_blocking)); it
     /// sleeps the thread on the builder's [`Clock`].
     #[inline]
     pub fn call(mut self) -> O::Output {
-        let policy = self.policy.as_policy();
+        let policy = self.policy.policy();
         if policy.is_lean()
             && self.options.deadline.is_none()
             && !self
@@ -54,6 +58,7 @@ where
                 number: 1,
                 deadline: crate::deadline::current(),
                 in_flight: AttemptSet::new(),
+                waited: Duration::ZERO,
             };
             let outcome = (self.op)(attempt);
             let verdict = self.classify.classify(&outcome);
@@ -85,7 +90,7 @@ where
     /// The full loop; `first` is the first attempt's outcome when the lean
     /// path already made it.
     fn run(mut self, mut first: Option<(Result<T, E>, Verdict)>) -> Ended<T, E> {
-        let policy = self.policy.as_policy();
+        let policy = self.policy.policy();
         let name = self.options.name;
         let clock = &self.clock;
         let mut state = if first.is_some() {
@@ -118,6 +123,7 @@ where
                             clock,
                         ),
                         in_flight: AttemptSet::new(),
+                        waited: state.last_wait(),
                     };
                     policy.attempt_starting(&mut state, clock);
                     let outcome = match attempt.deadline {

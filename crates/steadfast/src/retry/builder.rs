@@ -1,48 +1,14 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use super::{CallOptions, NotifyAsync, NotifyFn, Plain, Reported};
+use super::{CallOptions, NotifyAsync, NotifyFn};
+use crate::call::{Plain, Reported};
+use crate::cancel::CancelToken;
+use crate::classify::{AnyError, ClassifyFn, When};
 #[cfg(doc)]
 use crate::clock::SystemClock;
-use crate::{AnyError, CancelToken, ClassifyFn, Clock, Deadline, When};
-
-/// The clock an async retry uses unless told otherwise: [`TokioClock`]
-/// with the `tokio` feature (the default); without it, [`FuturesTimerClock`]
-/// with `futures-timer`, else [`AsyncIoClock`] with `async-io`. Any clock
-/// can be passed with [`Retry::clock`] whatever the features.
-///
-/// [`TokioClock`]: crate::clock::TokioClock
-/// [`FuturesTimerClock`]: https://docs.rs/steadfast/latest/steadfast/clock/struct.FuturesTimerClock.html
-/// [`AsyncIoClock`]: https://docs.rs/steadfast/latest/steadfast/clock/struct.AsyncIoClock.html
-#[cfg(feature = "tokio")]
-pub type DefaultClock = crate::clock::TokioClock;
-
-/// The clock an async retry uses unless told otherwise (see the `tokio` build).
-#[cfg(all(not(feature = "tokio"), feature = "futures-timer"))]
-pub type DefaultClock = crate::clock::FuturesTimerClock;
-
-/// The clock an async retry uses unless told otherwise (see the `tokio` build).
-#[cfg(all(
-    not(feature = "tokio"),
-    not(feature = "futures-timer"),
-    feature = "async-io"
-))]
-pub type DefaultClock = crate::clock::AsyncIoClock;
-
-/// Without any timer feature there is no default async clock: give one
-/// with [`Retry::clock`] (the blocking executor uses [`SystemClock`]).
-#[cfg(not(any(feature = "tokio", feature = "futures-timer", feature = "async-io")))]
-pub type DefaultClock = NoClock;
-
-/// The placeholder clock of a retry built without a timer feature: it is
-/// not an [`AsyncClock`](crate::AsyncClock), so awaiting such a retry does
-/// not compile (rustc says the `Retry` "is not a future") until it is given
-/// a clock with [`Retry::clock`], or steadfast is built with its `tokio`,
-/// `futures-timer` or `async-io` feature. Where an `AsyncClock` is required
-/// directly, the compiler's note names those features.
-#[cfg(not(any(feature = "tokio", feature = "futures-timer", feature = "async-io")))]
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoClock;
+use crate::clock::{Clock, DefaultClock};
+use crate::deadline::Deadline;
 
 /// A retried call being configured: made by
 /// [`Retryable::retry`](super::Retryable::retry) (then `.await` it) or
@@ -61,18 +27,18 @@ pub struct NoClock;
 ///
 /// # Runtimes
 /// The async executor sleeps on its clock only: [`TokioClock`] by default,
-/// or any [`AsyncClock`](crate::AsyncClock) given with [`clock`](Self::clock)
+/// or any [`AsyncClock`](crate::clock::AsyncClock) given with [`clock`](Self::clock)
 /// (`FuturesTimerClock` and `AsyncIoClock` behind the features of those
 /// names run on any executor). A clock that cannot sleep where the call runs
 /// (`TokioClock` outside a tokio runtime) ends the call with
-/// [`StopReason::NoTimer`](crate::StopReason::NoTimer), naming the features
+/// [`StopReason::NoTimer`](crate::call::StopReason::NoTimer), naming the features
 /// to use instead, rather than letting tokio panic.
 ///
 /// [`TokioClock`]: crate::clock::TokioClock
 ///
 /// # Output
 /// Awaited or called, a retry gives the call's `Result`; after
-/// [`report`](Self::report) it gives a [`Report`](super::Report), which
+/// [`report`](Self::report) it gives a [`Report`](crate::call::Report), which
 /// also says how many attempts were made, why retrying stopped (telling a
 /// success from a retried `Ok` value that ran out of attempts) and how long
 /// the call waited. `O` is [`Plain`] or [`Reported`].
@@ -114,18 +80,18 @@ impl<F, P, C> Retry<F, P, AnyError, (), C> {
 
 impl<F, P, K, N, C, O> Retry<F, P, K, N, C, O> {
     /// Retries the errors for which `predicate` holds; any other error stops
-    /// the call at once ([`StopReason::Permanent`](crate::StopReason::Permanent)).
+    /// the call at once ([`StopReason::Permanent`](crate::call::StopReason::Permanent)).
     pub fn when<Pred>(self, predicate: Pred) -> Retry<F, P, When<Pred>, N, C, O> {
         self.with_classifier(When::new(predicate))
     }
 
     /// Classifies each whole outcome with `f`; can retry `Ok` values and
-    /// honour server hints ([`Verdict::RetryAfter`](crate::Verdict::RetryAfter)).
+    /// honour server hints ([`Verdict::RetryAfter`](crate::call::Verdict::RetryAfter)).
     pub fn classify<G>(self, f: G) -> Retry<F, P, ClassifyFn<G>, N, C, O> {
         self.with_classifier(ClassifyFn::new(f))
     }
 
-    /// Uses any [`Classify`](crate::Classify) implementation.
+    /// Uses any [`Classify`](crate::classify::Classify) implementation.
     pub fn with_classifier<K2>(self, classify: K2) -> Retry<F, P, K2, N, C, O> {
         Retry {
             op: self.op,
@@ -199,7 +165,7 @@ impl<F, P, K, N, C, O> Retry<F, P, K, N, C, O> {
         self
     }
 
-    /// Gives a [`Report`](super::Report) instead of the plain result: the
+    /// Gives a [`Report`](crate::call::Report) instead of the plain result: the
     /// result, the attempts made, why retrying stopped (`None` for a
     /// success, so a retried `Ok` value that ran out of attempts is told
     /// apart) and the time spent waiting. A call that succeeds at once
@@ -225,12 +191,13 @@ impl<F, P, K, N, C, O> Retry<F, P, K, N, C, O> {
     }
 
     /// Chooses the output form by type: [`Plain`] (the `Result`) or
-    /// [`Reported`] (a [`Report`](super::Report)); [`report`](Self::report)
+    /// [`Reported`] (a [`Report`](crate::call::Report)); [`report`](Self::report)
     /// is `output::<Reported>()`. For code generic over the form, such as a
     /// tower layer that hands its caller the form the caller chose.
     ///
     /// ```
-    /// use steadfast::retry::{Plain, Retryable};
+    /// use steadfast::call::Plain;
+    /// use steadfast::retry::Retryable;
     /// use steadfast::{Attempt, RetryPolicy};
     /// # futures::executor::block_on(async {
     /// let policy = RetryPolicy::builder().build()?;

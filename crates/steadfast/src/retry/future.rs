@@ -1,26 +1,24 @@
 use std::fmt;
 use std::future::{Future, IntoFuture};
 use std::marker::PhantomData;
-use std::mem::ManuallyDrop;
-use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use pin_project_lite::pin_project;
 
 use super::blocking::{attempt_deadline, refused};
-use super::report::{Ended, Ending, ended_early};
-use super::{
-    AsPolicy, Attempt, Finish, Notice, Notify, Operation, Plain, Retry, cancel_reason, conclude,
+use super::stage::{Boxed, OutOfLine, Phase, Running, RunningProj, Slot};
+use super::{Notice, Notify, Retry, cancel_reason, conclude};
+use crate::backoff::Schedule;
+use crate::call::{
+    Attempt, AttemptSet, Ended, Ending, Finish, Lend, Operation, Plain, RetryError, StopReason,
+    Verdict, ended_early,
 };
-use crate::cancel::Cancelled;
-use crate::deadline::WithDeadline;
-use crate::hedge::AttemptSet;
-use crate::{
-    AsyncClock, CallState, CancelToken, Classify, Deadline, Decision, RetryError, StopReason,
-    Verdict,
-};
+use crate::cancel::{CancelToken, Cancelled};
+use crate::classify::Classify;
+use crate::clock::AsyncClock;
+use crate::deadline::{Deadline, WithDeadline};
+use crate::policy::{Decision, RetryPolicy};
 
 pin_project! {
     /// The async executor: the future a [`Retry`] becomes when awaited.
@@ -93,103 +91,6 @@ pin_project! {
     }
 }
 
-/// An optional value whose drop is checked inline and done out of line.
-///
-/// A future is dropped right after it completes, at the caller; an inline
-/// `is_some` check there is free when the value was never made (the lean
-/// path), where plain drop glue would be a call for every future.
-struct OutOfLine<T>(ManuallyDrop<Option<T>>);
-
-impl<T> OutOfLine<T> {
-    const fn new(value: Option<T>) -> Self {
-        Self(ManuallyDrop::new(value))
-    }
-}
-
-impl<T> Deref for OutOfLine<T> {
-    type Target = Option<T>;
-    fn deref(&self) -> &Option<T> {
-        &self.0
-    }
-}
-
-impl<T> DerefMut for OutOfLine<T> {
-    fn deref_mut(&mut self) -> &mut Option<T> {
-        &mut self.0
-    }
-}
-
-impl<T> Drop for OutOfLine<T> {
-    #[inline]
-    fn drop(&mut self) {
-        if self.0.is_some() {
-            drop_out_of_line(self.0.take());
-        }
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn drop_out_of_line<T>(value: Option<T>) {
-    drop(value);
-}
-
-/// A running stage, on the heap.
-type Boxed<Fut, S, H, T, E> = Pin<Box<Running<Fut, S, H, T, E>>>;
-
-/// The slot of a [`RetryFuture`]'s running stage.
-type Slot<Fut, S, H, T, E> = OutOfLine<Boxed<Fut, S, H, T, E>>;
-
-pin_project! {
-    /// The running stage: per-call state and the futures it drives.
-    #[project = RunningProj]
-    struct Running<Fut, S, H, T, E> {
-        call: CallState,
-        // Why the call stopped, once it has (for a report).
-        stop: Option<StopReason>,
-        last: Option<Result<T, E>>,
-        timed_out: bool,
-        phase: Phase,
-        // The attempt in flight (phase `Attempt`).
-        #[pin]
-        attempt: Option<WithDeadline<Fut>>,
-        // The attempt's deadline timer (phase `Attempt`) or the wait before
-        // the next attempt (phase `Sleep`): never both at once.
-        #[pin]
-        timer: Option<S>,
-        // The notify hook's future (phase `Notify`).
-        #[pin]
-        hook: Option<H>,
-    }
-}
-
-impl<Fut, S, H, T, E> Running<Fut, S, H, T, E> {
-    const fn new(call: CallState) -> Self {
-        Self {
-            call,
-            stop: None,
-            last: None,
-            timed_out: false,
-            phase: Phase::Attempt,
-            attempt: None,
-            timer: None,
-            hook: None,
-        }
-    }
-}
-
-/// Where the running stage is; the futures it drives live in its pinned slots.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// An outcome (in `last`) the caller's own first attempt gave, with its
-    /// verdict, for the policy to decide on (after
-    /// [`Retry::after_first_attempt`]).
-    Decide(Verdict),
-    Attempt,
-    Notify(Duration),
-    Sleep,
-}
-
 /// What a step of the running stage gives: the result once the call ends.
 type Stepped<T, E> = Poll<Result<T, RetryError<E>>>;
 
@@ -218,11 +119,12 @@ where
     }
 }
 
-impl<F, Fut, P, K, N, C, T, E, O> IntoFuture for Retry<F, P, K, N, C, O>
+impl<F, Fut, P, K, N, C, T, E, O, S> IntoFuture for Retry<F, P, K, N, C, O>
 where
     F: Operation<Future = Fut>,
     Fut: Future<Output = Result<T, E>>,
-    P: AsPolicy,
+    P: Lend<Policy = RetryPolicy<S>>,
+    S: Schedule,
     K: Classify<T, E>,
     N: Notify<E>,
     C: AsyncClock,
@@ -262,7 +164,7 @@ impl<F, P, K, N, C, O> Retry<F, P, K, N, C, O> {
     /// itself and needs the core only once that attempt has not succeeded
     /// (steadfast-tower's retry layer does, so its success path is the
     /// service's own future and one classification). Meant for a lean call
-    /// ([`RetryPolicy::is_lean`](crate::RetryPolicy::is_lean), no deadline
+    /// ([`RetryPolicy::is_lean`](crate::policy::RetryPolicy::is_lean), no deadline
     /// given or ambient), whose first attempt needs no admission and no
     /// timer; with a control, the control hears the outcome of an attempt
     /// it did not admit. The call's clock starts here, as it does when the
@@ -278,14 +180,14 @@ impl<F, P, K, N, C, O> Retry<F, P, K, N, C, O> {
     /// let op = |a: Attempt| async move { Ok::<u32, &str>(a.number) };
     /// // The caller's own first attempt failed:
     /// let first: Result<u32, &str> = Err("connection refused");
-    /// let verdict = steadfast::AnyError.classify(&first);
+    /// let verdict = steadfast::classify::AnyError.classify(&first);
     /// assert_eq!(verdict, Verdict::Retry);
     /// let value = op.retry(&policy).after_first_attempt(first, verdict).await;
     /// assert_eq!(value, Ok(2)); // the core made attempt 2, which succeeded
     /// # Ok(())
     /// # }
     /// ```
-    pub fn after_first_attempt<Fut, T, E>(
+    pub fn after_first_attempt<Fut, T, E, S>(
         self,
         outcome: Result<T, E>,
         verdict: Verdict,
@@ -293,7 +195,8 @@ impl<F, P, K, N, C, O> Retry<F, P, K, N, C, O> {
     where
         F: Operation<Future = Fut>,
         Fut: Future<Output = Result<T, E>>,
-        P: AsPolicy,
+        P: Lend<Policy = RetryPolicy<S>>,
+        S: Schedule,
         K: Classify<T, E>,
         N: Notify<E>,
         C: AsyncClock,
@@ -301,7 +204,7 @@ impl<F, P, K, N, C, O> Retry<F, P, K, N, C, O> {
     {
         let call = self
             .policy
-            .as_policy()
+            .policy()
             .start(&self.clock, self.options.deadline);
         let mut run = Running::new(call);
         run.last = Some(outcome);
@@ -313,11 +216,12 @@ impl<F, P, K, N, C, O> Retry<F, P, K, N, C, O> {
     }
 }
 
-impl<F, Fut, P, K, N, C, T, E, O> Future for RetryFuture<F, Fut, P, K, N, C, T, E, O>
+impl<F, Fut, P, K, N, C, T, E, O, S> Future for RetryFuture<F, Fut, P, K, N, C, T, E, O>
 where
     F: Operation<Future = Fut>,
     Fut: Future<Output = Result<T, E>>,
-    P: AsPolicy,
+    P: Lend<Policy = RetryPolicy<S>>,
+    S: Schedule,
     K: Classify<T, E>,
     N: Notify<E>,
     C: AsyncClock,
@@ -356,7 +260,7 @@ where
                     };
                 }
                 FirstProj::Unpolled => {
-                    if core.policy.as_policy().is_lean()
+                    if core.policy.policy().is_lean()
                         && core.deadline.is_none()
                         && crate::deadline::current().is_none()
                     {
@@ -392,11 +296,12 @@ where
     }
 }
 
-impl<F, Fut, P, K, N, C, T, E> Core<F, Fut, P, K, N, C, T, E>
+impl<F, Fut, P, K, N, C, T, E, S> Core<F, Fut, P, K, N, C, T, E>
 where
     F: Operation<Future = Fut>,
     Fut: Future<Output = Result<T, E>>,
-    P: AsPolicy,
+    P: Lend<Policy = RetryPolicy<S>>,
+    S: Schedule,
     K: Classify<T, E>,
     N: Notify<E>,
     C: AsyncClock,
@@ -424,7 +329,7 @@ where
     #[inline(never)]
     fn cancelled_lean(&self, in_flight: bool) -> Result<T, RetryError<E>> {
         let now = self.clock.now();
-        let mut call = self.policy.as_policy().start(&self.clock, self.deadline);
+        let mut call = self.policy.policy().start(&self.clock, self.deadline);
         if in_flight {
             call.count_abandoned_attempt();
         }
@@ -450,7 +355,7 @@ where
             // Cancelled before anything was asked or sent.
             return Poll::Ready(ended_early(self.cancelled_lean(false)));
         }
-        let policy = self.policy.as_policy();
+        let policy = self.policy.policy();
         let call = match policy.admit_and_start(&self.clock, self.deadline) {
             Ok(call) => call,
             Err(refusal) => {
@@ -475,7 +380,7 @@ where
         verdict: Verdict,
         cx: &mut Context<'_>,
     ) -> Output<T, E> {
-        let call = self.policy.as_policy().start(&self.clock, self.deadline);
+        let call = self.policy.policy().start(&self.clock, self.deadline);
         let mut run = Box::pin(Running::new(call));
         let mut proj = run.as_mut().project();
         if let Some(done) = self.on_outcome(&mut proj, Some(outcome), verdict) {
@@ -577,7 +482,7 @@ where
                         *run.phase = Phase::Sleep;
                     } else {
                         // The retry was granted but cannot be waited for.
-                        self.policy.as_policy().abandon(run.call);
+                        self.policy.policy().abandon(run.call);
                         return Poll::Ready(self.finish(run, StopReason::NoTimer));
                     }
                 }
@@ -605,10 +510,7 @@ where
         outcome: Option<Result<T, E>>,
         verdict: Verdict,
     ) -> Option<Result<T, RetryError<E>>> {
-        let decision = self
-            .policy
-            .as_policy()
-            .decide(run.call, verdict, &self.clock);
+        let decision = self.policy.policy().decide(run.call, verdict, &self.clock);
         match decision {
             Decision::Succeed => Some(match outcome {
                 Some(Ok(value)) => Ok(value),
@@ -647,21 +549,20 @@ where
     ) -> Result<(), Result<T, RetryError<E>>> {
         let deadline = attempt_deadline(
             run.call.deadline(),
-            self.policy.as_policy().attempt_timeout(),
+            self.policy.policy().attempt_timeout(),
             &self.clock,
         );
         if deadline.is_some() && !self.clock.can_sleep() {
-            self.policy.as_policy().abandon(run.call);
+            self.policy.policy().abandon(run.call);
             return Err(self.finish(run, StopReason::NoTimer));
         }
         let attempt = Attempt {
             number: run.call.attempts().saturating_add(1),
             deadline,
             in_flight: AttemptSet::new(),
+            waited: run.call.last_wait(),
         };
-        self.policy
-            .as_policy()
-            .attempt_starting(run.call, &self.clock);
+        self.policy.policy().attempt_starting(run.call, &self.clock);
         let timer = deadline.map(|d| self.clock.sleep(d.remaining(self.clock.now())));
         run.timer.set(timer);
         // The operation makes its future with the attempt's deadline as the
@@ -699,7 +600,7 @@ where
             // (after `after_first_attempt`): either way, it was made.
             run.call.count_abandoned_attempt();
         } else {
-            self.policy.as_policy().abandon(run.call);
+            self.policy.policy().abandon(run.call);
         }
         run.attempt.set(None);
         run.timer.set(None);
@@ -729,7 +630,7 @@ where
 
 /// How a call with a running stage ended.
 fn ending<Fut, S, H, T, E>(run: &RunningProj<'_, Fut, S, H, T, E>) -> Ending {
-    Ending::of_call(run.call, *run.stop)
+    run.call.ending(*run.stop)
 }
 
 /// The output of a call that ended before it had a running stage.

@@ -4,12 +4,12 @@
 //! [`RetryPolicy::decide`]; neither holds any retry logic of its own:
 //!
 //! - [`Retryable::retry`]: async, a future that works on any runtime through
-//!   an injected [`AsyncClock`](crate::AsyncClock) (tokio's by default);
+//!   an injected [`AsyncClock`](crate::clock::AsyncClock) (tokio's by default);
 //! - [`BlockingRetryable::retry_blocking`]: a loop that sleeps the thread.
 //!
 //! Both read like English and share the options `when`, `classify`,
 //! `notify`, `cancel_on`, `deadline`, `clock` and `name`; `report` makes
-//! either give a [`Report`] (attempts, why retrying stopped, time waited)
+//! either give a [`Report`](crate::call::Report) (attempts, why retrying stopped, time waited)
 //! beside the result:
 //!
 //! ```
@@ -44,125 +44,25 @@
 
 mod blocking;
 mod builder;
+mod connect;
 mod future;
 mod notify;
-mod operation;
-pub(crate) mod report;
+mod stage;
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-#[cfg(not(any(feature = "tokio", feature = "futures-timer", feature = "async-io")))]
-pub use builder::NoClock;
-pub use builder::{DefaultClock, Retry};
+pub use builder::Retry;
+pub use connect::{ConnectFailure, Connector, ConnectorBuilder};
 pub use future::RetryFuture;
 pub use notify::{Notice, Notify, NotifyAsync, NotifyFn};
-pub use operation::Operation;
-pub use report::{Finish, Plain, Report, Reported};
 
-use crate::deadline::CancelCause;
-use crate::hedge::AttemptSet;
-use crate::{CallState, Deadline, RetryError, RetryPolicy, Schedule, StopReason};
-
-/// What the operation knows about the attempt it is making.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Attempt {
-    /// The attempt's number, from 1 for the first.
-    pub number: u32,
-    /// The instant this attempt must be done by (not a length: see
-    /// [`time_left`](Self::time_left)): the earliest of the call's deadline
-    /// (itself the earliest of the ambient one, the caller's and
-    /// `max_elapsed`) and the per-attempt timeout, if any is set. Pass it on
-    /// to the callee (e.g. as a `grpc-timeout`), or stop early yourself. The
-    /// executors also make it the ambient deadline
-    /// ([`deadline::current`](crate::deadline::current)) while the attempt
-    /// runs, so calls made inside it inherit it.
-    pub deadline: Option<Deadline>,
-    /// The other attempts of the same call still in flight when this one
-    /// starts: always empty for a retry (attempts run one after another), the
-    /// earlier copies still running for a [hedged](crate::hedge) call. A
-    /// caller or load balancer can use it to send this copy elsewhere.
-    pub in_flight: AttemptSet,
-}
-
-impl Attempt {
-    /// The attempt `number` with no deadline.
-    ///
-    /// ```
-    /// assert!(steadfast::Attempt::new(1).is_first());
-    /// ```
-    #[must_use]
-    pub const fn new(number: u32) -> Self {
-        Self {
-            number,
-            deadline: None,
-            in_flight: AttemptSet::new(),
-        }
-    }
-
-    /// Whether this is the call's first attempt.
-    #[must_use]
-    pub const fn is_first(&self) -> bool {
-        self.number == 1
-    }
-
-    /// The time this attempt has left at `now` (read on the executor's
-    /// clock), or `None` when it has no deadline. [`deadline`](Self::deadline)
-    /// is an instant, not a length: this is the length, ready to send on as a
-    /// timeout.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use steadfast::clock::{Clock, VirtualClock};
-    /// use steadfast::{Attempt, Deadline};
-    ///
-    /// let clock = VirtualClock::new();
-    /// let mut attempt = Attempt::new(1);
-    /// assert_eq!(attempt.time_left(clock.now()), None);
-    /// attempt.deadline = Some(Deadline::after(clock.now(), Duration::from_millis(800)));
-    /// clock.advance(Duration::from_millis(300));
-    /// assert_eq!(attempt.time_left(clock.now()), Some(Duration::from_millis(500)));
-    /// ```
-    #[must_use]
-    pub fn time_left(&self, now: Instant) -> Option<Duration> {
-        self.deadline.map(|d| d.remaining(now))
-    }
-}
-
-/// Anything that lends a [`RetryPolicy`]: the policy itself, a reference, or
-/// an `Arc` (for `'static` futures).
-pub trait AsPolicy {
-    /// The policy's schedule type.
-    type Schedule: Schedule;
-    /// The policy.
-    fn as_policy(&self) -> &RetryPolicy<Self::Schedule>;
-}
-
-impl<S: Schedule> AsPolicy for RetryPolicy<S> {
-    type Schedule = S;
-    #[inline]
-    fn as_policy(&self) -> &RetryPolicy<S> {
-        self
-    }
-}
-
-impl<S: Schedule> AsPolicy for &RetryPolicy<S> {
-    type Schedule = S;
-    #[inline]
-    fn as_policy(&self) -> &RetryPolicy<S> {
-        self
-    }
-}
-
-impl<S: Schedule> AsPolicy for Arc<RetryPolicy<S>> {
-    type Schedule = S;
-    #[inline]
-    fn as_policy(&self) -> &RetryPolicy<S> {
-        self
-    }
-}
-
+use crate::backoff::Schedule;
+use crate::call::{Attempt, Lend, Operation, RetryError, StopReason};
+use crate::cancel::CancelToken;
+use crate::classify::AnyError;
+use crate::clock::{DefaultClock, SystemClock};
+use crate::deadline::{CancelCause, Deadline};
+use crate::policy::{CallState, RetryPolicy};
 /// Adds [`retry`](Retryable::retry) to closures that return futures, and to
 /// every other [`Operation`].
 ///
@@ -185,19 +85,25 @@ impl<S: Schedule> AsPolicy for Arc<RetryPolicy<S>> {
 /// ```
 pub trait Retryable<Fut>: Sized {
     /// Retries this operation under `policy`; configure, then `.await`.
-    fn retry<P: AsPolicy>(self, policy: P) -> Retry<Self, P>;
+    fn retry<P, S>(self, policy: P) -> Retry<Self, P>
+    where
+        P: Lend<Policy = RetryPolicy<S>>,
+        S: Schedule;
 }
 
 /// A blocking retry: the same builder, with the system clock.
-pub type BlockingRetry<F, P, K = crate::AnyError, N = ()> =
-    Retry<F, P, K, N, crate::clock::SystemClock>;
+pub type BlockingRetry<F, P, K = AnyError, N = ()> = Retry<F, P, K, N, SystemClock>;
 
 impl<F> Retryable<F::Future> for F
 where
     F: Operation,
 {
     #[inline]
-    fn retry<P: AsPolicy>(self, policy: P) -> Retry<Self, P> {
+    fn retry<P, S>(self, policy: P) -> Retry<Self, P>
+    where
+        P: Lend<Policy = RetryPolicy<S>>,
+        S: Schedule,
+    {
         Retry::new(self, policy, DefaultClock::default())
     }
 }
@@ -223,7 +129,10 @@ where
 /// ```
 pub trait BlockingRetryable<T, E>: Sized {
     /// Retries this operation under `policy`; configure, then `.call()`.
-    fn retry_blocking<P: AsPolicy>(self, policy: P) -> BlockingRetry<Self, P>;
+    fn retry_blocking<P, S>(self, policy: P) -> BlockingRetry<Self, P>
+    where
+        P: Lend<Policy = RetryPolicy<S>>,
+        S: Schedule;
 }
 
 impl<F, T, E> BlockingRetryable<T, E> for F
@@ -231,15 +140,19 @@ where
     F: FnMut(Attempt) -> Result<T, E>,
 {
     #[inline]
-    fn retry_blocking<P: AsPolicy>(self, policy: P) -> BlockingRetry<Self, P> {
-        Retry::new(self, policy, crate::clock::SystemClock)
+    fn retry_blocking<P, S>(self, policy: P) -> BlockingRetry<Self, P>
+    where
+        P: Lend<Policy = RetryPolicy<S>>,
+        S: Schedule,
+    {
+        Retry::new(self, policy, SystemClock)
     }
 }
 
 /// Options both executors share.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct CallOptions {
-    pub(crate) cancel: Option<crate::CancelToken>,
+    pub(crate) cancel: Option<CancelToken>,
     pub(crate) name: Option<&'static str>,
     pub(crate) deadline: Option<Deadline>,
 }

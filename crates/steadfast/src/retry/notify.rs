@@ -2,7 +2,7 @@ use std::fmt;
 use std::future::{Future, Ready, ready};
 use std::time::{Duration, Instant};
 
-use crate::CallState;
+use crate::policy::CallState;
 
 /// What a notify hook hears before each wait: which attempt failed, how,
 /// how long the executor is about to wait, and how much time the call has

@@ -5,9 +5,9 @@ use std::time::Duration;
 use super::state::MAX_PROBES;
 use super::window::{Cut, SLOTS, Window};
 use super::{CircuitBreaker, DEFAULT_NAME};
-use crate::ConfigError;
 use crate::backoff::Backoff;
 use crate::clock::{Clock, Stopwatch, SystemClock};
+use crate::config_error::ConfigError;
 use crate::control::sync::{AtomicU64, CachePadded, StripedCounter};
 
 /// The sampling window of a [`CircuitBreaker`]: the outcomes its failure

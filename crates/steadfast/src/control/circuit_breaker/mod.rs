@@ -19,8 +19,9 @@ use self::state::{Word, deadline, deadline_of};
 use self::window::Window;
 use super::sync::{AtomicU64, CachePadded, Ordering, StripedCounter};
 use super::{Grant, Outcome, Refusal, RetryControl};
+use crate::backoff::Schedule;
 use crate::clock::{Clock, Stopwatch, SystemClock};
-use crate::{Rng, Schedule};
+use crate::rng::Rng;
 
 const DEFAULT_NAME: &str = "circuit breaker";
 const NANOS_PER_MILLI: u64 = 1_000_000;

@@ -5,10 +5,10 @@ use std::sync::{Arc, Barrier};
 use proptest::prelude::*;
 
 use super::*;
-use crate::backoff::Backoff;
+use crate::backoff::{Backoff, Jitter};
 use crate::clock::{InstantsOnly, VirtualClock};
+use crate::config_error::ConfigError;
 use crate::control::tests::events_of;
-use crate::{ConfigError, Jitter};
 
 const SEC: Duration = Duration::from_secs(1);
 

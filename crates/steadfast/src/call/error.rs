@@ -1,13 +1,15 @@
-//! The error a retried call returns when it gives up.
+//! The error a call returns when it gives up, whether it retried or hedged.
 
 use std::error::Error;
 use std::fmt;
 use std::time::Duration;
 
-use crate::StopReason;
+use super::{HedgeStats, StopReason};
 
-/// Why and how a retried call failed: the stop reason, the attempts made,
-/// the time spent, the operation's name, and the last error as `source()`.
+/// Why and how a call failed: the stop reason, the attempts made, the time
+/// spent, the operation's name, and the last error as `source()`. One type
+/// for both executors: a hedged call's error also carries its copies'
+/// [`HedgeStats`] ([`hedge_stats`](Self::hedge_stats)).
 ///
 /// ```
 /// use std::time::Duration;
@@ -52,6 +54,8 @@ struct Details<E> {
     refused_by: Option<&'static str>,
     refused_for: Option<Duration>,
     timed_out: bool,
+    /// The copies of a hedged call.
+    hedge: Option<HedgeStats>,
 }
 
 impl<E> RetryError<E> {
@@ -71,6 +75,39 @@ impl<E> RetryError<E> {
             refused_by: None,
             refused_for: None,
             timed_out: false,
+            hedge: None,
+        })))
+    }
+
+    /// The error of a hedged call: its attempts are the copies sent, its
+    /// time the call's, and the control that refused a copy (if one did)
+    /// is [`refused_by`](Self::refused_by).
+    ///
+    /// ```
+    /// use steadfast::call::HedgeStats;
+    /// use steadfast::{RetryError, StopReason};
+    /// let mut stats = HedgeStats::default();
+    /// stats.sent = 3;
+    /// stats.failed = 3;
+    /// let err = RetryError::hedged(StopReason::Exhausted, Some("unavailable"), stats).with_name("lookup");
+    /// assert_eq!(err.attempts(), 3);
+    /// assert_eq!(err.hedge_stats().map(|s| s.failed), Some(3));
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "lookup failed after 3 hedged attempts in 0ms (attempts exhausted): unavailable"
+    /// );
+    /// ```
+    pub fn hedged(reason: StopReason, last_error: Option<E>, stats: HedgeStats) -> Self {
+        Self(Repr::Full(Box::new(Details {
+            reason,
+            last_error,
+            attempts: stats.sent,
+            elapsed: stats.elapsed,
+            name: None,
+            refused_by: stats.refused_by,
+            refused_for: None,
+            timed_out: false,
+            hedge: Some(stats),
         })))
     }
 
@@ -111,6 +148,7 @@ impl<E> RetryError<E> {
                 refused_by: Some(by),
                 refused_for,
                 timed_out: false,
+                hedge: None,
             }));
         }
         match &mut self.0 {
@@ -144,6 +182,26 @@ impl<E> RetryError<E> {
             self.details_mut().reason = reason;
         }
         self
+    }
+
+    /// The error of a call whose request could not be sent again (a
+    /// streaming body, one over an integration's replay limit), so it was
+    /// sent once: a stop for spent attempts says so, as
+    /// [`StopReason::NotReplayable`]; any other reason stands.
+    ///
+    /// ```
+    /// use steadfast::{RetryError, StopReason};
+    /// let err = RetryError::new(StopReason::Exhausted, Some("reset"), 1, Default::default());
+    /// assert_eq!(err.sent_once().reason(), StopReason::NotReplayable);
+    /// let err = RetryError::new(StopReason::Deadline, Some("slow"), 1, Default::default());
+    /// assert_eq!(err.sent_once().reason(), StopReason::Deadline);
+    /// ```
+    #[must_use]
+    pub fn sent_once(self) -> Self {
+        match self.reason() {
+            StopReason::Exhausted => self.with_reason(StopReason::NotReplayable),
+            _ => self,
+        }
     }
 
     /// Records which retry control refused (for [`StopReason::Throttled`]).
@@ -255,6 +313,23 @@ impl<E> RetryError<E> {
         }
     }
 
+    /// What a hedged call did with its copies (`None` for a retried call).
+    ///
+    /// ```
+    /// use steadfast::call::HedgeStats;
+    /// use steadfast::{RetryError, StopReason};
+    /// let err = RetryError::<()>::hedged(StopReason::Deadline, None, HedgeStats::default());
+    /// assert!(err.hedge_stats().is_some());
+    /// assert!(RetryError::<()>::refused("breaker").hedge_stats().is_none());
+    /// ```
+    #[must_use]
+    pub fn hedge_stats(&self) -> Option<&HedgeStats> {
+        match &self.0 {
+            Repr::Refused { .. } => None,
+            Repr::Full(d) => d.hedge.as_ref(),
+        }
+    }
+
     /// The last error the operation returned, if any attempt returned one.
     #[must_use]
     pub fn last_error(&self) -> Option<&E> {
@@ -292,17 +367,21 @@ impl<E: fmt::Display> fmt::Display for RetryError<E> {
         let name = self.name().unwrap_or("operation");
         let attempts = self.attempts();
         let plural = if attempts == 1 { "" } else { "s" };
+        let (kind, again) = match self.hedge_stats() {
+            Some(_) => ("hedged attempt", "hedge"),
+            None => ("attempt", "retry"),
+        };
         write!(
             f,
-            "{name} failed after {attempts} attempt{plural} in {} (",
+            "{name} failed after {attempts} {kind}{plural} in {} (",
             Secs(self.elapsed())
         )?;
         match (self.reason(), self.refused_by()) {
             // No attempt made: the call itself was refused.
-            (StopReason::Throttled, Some(by)) if attempts == 0 => {
+            (StopReason::Throttled, Some(by)) if attempts == 0 && again == "retry" => {
                 write!(f, "refused by {by}")?;
             }
-            (StopReason::Throttled, Some(by)) => write!(f, "retry refused by {by}")?,
+            (StopReason::Throttled, Some(by)) => write!(f, "{again} refused by {by}")?,
             (reason, _) => f.write_str(reason.as_str())?,
         }
         if let (StopReason::Throttled, Some(d)) = (self.reason(), self.refused_for()) {
@@ -329,6 +408,7 @@ impl<E: fmt::Debug> fmt::Debug for RetryError<E> {
             .field("refused_by", &self.refused_by())
             .field("refused_for", &self.refused_for())
             .field("timed_out", &self.timed_out())
+            .field("hedge", &self.hedge_stats())
             .field("last_error", &self.last_error())
             .finish()
     }

@@ -1,13 +1,19 @@
-//! The hedging decision engine: plain values, no executor, no I/O.
+//! [`HedgePolicy`]: the hedging decision engine, plain values with no
+//! executor and no I/O; and its builder.
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{AttemptSet, HedgeDelay, MAX_HEDGE_ATTEMPTS};
-use crate::clock::saturating_add;
-use crate::policy::DEFAULT_MAX_DELAY;
-use crate::{Attempt, Clock, ConfigError, Deadline, Outcome, RetryControl, StopReason, Verdict};
+use super::{HedgeAction, HedgeDecision, HedgeDelay, HedgeState, Limits};
+use crate::call::{Attempt, AttemptSet, Lend, MAX_HEDGE_ATTEMPTS, StopReason, Verdict};
+use crate::clock::{Clock, saturating_add};
+use crate::config_error::ConfigError;
+use crate::control::RetryControl;
+use crate::deadline::Deadline;
+
+#[cfg(doc)]
+use super::DEFAULT_MAX_DELAY;
 
 /// How a call hedges: how many copies, how far apart, the limits and the
 /// shared retry control. Configuration only: build once, clone cheaply
@@ -15,7 +21,7 @@ use crate::{Attempt, Clock, ConfigError, Deadline, Outcome, RetryControl, StopRe
 ///
 /// The per-call progress lives in a [`HedgeState`], which the policy
 /// advances with two methods. Any driver (the async executor
-/// [`Hedgeable::hedge`](crate::Hedgeable::hedge), a simulator on virtual
+/// [`Hedgeable::hedge`](crate::hedge::Hedgeable::hedge), a simulator on virtual
 /// time, a tower or gRPC layer) is a loop around them:
 ///
 /// 1. [`start`](Self::start) a call (reads the clock once);
@@ -31,7 +37,8 @@ use crate::{Attempt, Clock, ConfigError, Deadline, Outcome, RetryControl, StopRe
 /// ```
 /// use std::time::Duration;
 /// use steadfast::clock::{Clock, VirtualClock};
-/// use steadfast::{HedgeAction, HedgeDecision, HedgePolicy, Verdict};
+/// use steadfast::policy::{HedgeAction, HedgeDecision};
+/// use steadfast::{HedgePolicy, Verdict};
 ///
 /// let policy = HedgePolicy::builder(Duration::from_millis(500)).max_attempts(3).build()?;
 /// let clock = VirtualClock::manual();
@@ -58,9 +65,15 @@ use crate::{Attempt, Clock, ConfigError, Deadline, Outcome, RetryControl, StopRe
 pub struct HedgePolicy {
     max_attempts: u32,
     delay: HedgeDelay,
-    max_pushback: Duration,
-    max_elapsed: Option<Duration>,
-    control: Option<Arc<dyn RetryControl>>,
+    limits: Limits,
+}
+
+impl Lend for HedgePolicy {
+    type Policy = Self;
+    #[inline]
+    fn policy(&self) -> &Self {
+        self
+    }
 }
 
 impl fmt::Debug for HedgePolicy {
@@ -68,223 +81,10 @@ impl fmt::Debug for HedgePolicy {
         f.debug_struct("HedgePolicy")
             .field("max_attempts", &self.max_attempts)
             .field("delay", &self.delay)
-            .field("max_pushback", &self.max_pushback)
-            .field("max_elapsed", &self.max_elapsed)
-            .field("control", &self.control)
+            .field("max_delay", &self.limits.max_delay())
+            .field("max_elapsed", &self.limits.max_elapsed())
+            .field("control", &self.limits.control())
             .finish()
-    }
-}
-
-/// What a hedged call should do now, from [`HedgePolicy::send_due`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HedgeAction {
-    /// Send this copy now (it is already counted as sent and in flight),
-    /// then ask again.
-    Send(Attempt),
-    /// Nothing to send yet: wait for an outcome, or until this instant
-    /// (the next copy is due, or the deadline passes), whichever is first.
-    WaitUntil(Instant),
-    /// Nothing more will be sent and there is no deadline: wait for an
-    /// outcome.
-    WaitForOutcome,
-    /// The call is over without a success: cancel every copy in flight.
-    Stop(StopReason),
-}
-
-/// What one copy's outcome means for the call, from [`HedgePolicy::on_outcome`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum HedgeDecision {
-    /// This copy won: return its outcome and cancel every other copy.
-    Succeed,
-    /// Keep going: ask [`HedgePolicy::send_due`] what to do next.
-    Continue,
-    /// Give up: cancel every copy in flight and return this outcome's error.
-    Stop(StopReason),
-}
-
-/// The per-call state a [`HedgePolicy`] advances: plain data (a few
-/// instants and counters, no allocation), made when a call starts.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HedgeState {
-    started: Instant,
-    deadline: Option<Deadline>,
-    delay: Duration,
-    sent: u32,
-    failed: u32,
-    in_flight: AttemptSet,
-    next_due: Option<Instant>,
-    hold_until: Option<Instant>,
-    refused_by: Option<&'static str>,
-    cut_by_deadline: bool,
-    stopped: bool,
-    winner: Option<u32>,
-}
-
-impl HedgeState {
-    /// When the call started.
-    #[must_use]
-    pub fn started(&self) -> Instant {
-        self.started
-    }
-
-    /// Time since the start at `now`.
-    #[must_use]
-    pub fn elapsed(&self, now: Instant) -> Duration {
-        now.saturating_duration_since(self.started)
-    }
-
-    /// The call's effective deadline, if any.
-    #[must_use]
-    pub fn deadline(&self) -> Option<Deadline> {
-        self.deadline
-    }
-
-    /// The hedging delay of this call (fixed when the call started, even
-    /// for an adaptive delay).
-    #[must_use]
-    pub fn delay(&self) -> Duration {
-        self.delay
-    }
-
-    /// Copies sent so far, counting the first.
-    #[must_use]
-    pub fn sent(&self) -> u32 {
-        self.sent
-    }
-
-    /// Copies that finished with a retryable failure.
-    #[must_use]
-    pub fn failed(&self) -> u32 {
-        self.failed
-    }
-
-    /// Copies sent and not yet finished.
-    #[must_use]
-    pub fn in_flight(&self) -> AttemptSet {
-        self.in_flight
-    }
-
-    /// When the next copy may be sent; `None` when no more copies will be.
-    #[must_use]
-    pub fn next_copy_at(&self) -> Option<Instant> {
-        self.next_due
-    }
-
-    /// The control that refused a copy, if one did (no copy is sent after
-    /// a refusal).
-    #[must_use]
-    pub fn refused_by(&self) -> Option<&'static str> {
-        self.refused_by
-    }
-
-    /// The copy that succeeded, once one has.
-    #[must_use]
-    pub fn winner(&self) -> Option<u32> {
-        self.winner
-    }
-
-    /// Sends no more copies; those in flight go on. For drivers that learn
-    /// more than a [`Verdict`] says: gRPC pushback saying "do not retry"
-    /// (A6: no further hedges, outstanding ones continue), or a call that
-    /// commits to one copy. A later [`HedgePolicy::send_due`] stops the call
-    /// once nothing is in flight.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use steadfast::clock::VirtualClock;
-    /// use steadfast::{HedgeAction, HedgePolicy};
-    /// let policy = HedgePolicy::builder(Duration::from_millis(5)).max_attempts(3).build()?;
-    /// let clock = VirtualClock::manual();
-    /// let mut call = policy.start(&clock, None);
-    /// let _first = policy.send_due(&mut call, &clock);
-    /// call.stop_sending();
-    /// assert_eq!(call.next_copy_at(), None);
-    /// assert_eq!(policy.send_due(&mut call, &clock), HedgeAction::WaitForOutcome);
-    /// # Ok::<(), steadfast::ConfigError>(())
-    /// ```
-    pub fn stop_sending(&mut self) {
-        self.stopped = true;
-        self.next_due = None;
-    }
-
-    /// The call's telemetry at `now`: copies still in flight count as
-    /// cancelled (an executor drops them when the call ends).
-    #[must_use]
-    pub fn stats(&self, now: Instant) -> HedgeStats {
-        HedgeStats {
-            sent: self.sent,
-            failed: self.failed,
-            cancelled: self.in_flight.len(),
-            winner: self.winner,
-            refused_by: self.refused_by,
-            elapsed: self.elapsed(now),
-        }
-    }
-
-    /// Why the call ends when nothing is in flight and nothing more will be sent.
-    fn exhausted_reason(&self) -> StopReason {
-        if self.refused_by.is_some() {
-            StopReason::Throttled
-        } else if self.stopped {
-            // The classifier (or the caller) forbade more copies.
-            StopReason::Permanent
-        } else if self.cut_by_deadline {
-            StopReason::Deadline
-        } else {
-            StopReason::Exhausted
-        }
-    }
-
-    /// Sets the next copy's due time, unless it would fall at or past the
-    /// deadline (a copy sent then could not finish in time).
-    fn schedule_next(&mut self, at: Instant) {
-        if self.deadline.is_some_and(|d| at >= d.instant()) {
-            self.next_due = None;
-            self.cut_by_deadline = true;
-        } else {
-            self.next_due = Some(at);
-            self.cut_by_deadline = false;
-        }
-    }
-}
-
-/// What one hedged call did: copies sent, failed, cancelled, the winner.
-///
-/// Given to the executor's `on_finish` hook and carried by
-/// [`HedgeError`](crate::HedgeError).
-///
-/// ```
-/// let stats = steadfast::HedgeStats::default();
-/// assert_eq!(stats.hedges(), 0);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub struct HedgeStats {
-    /// Copies sent, counting the first.
-    pub sent: u32,
-    /// Copies that finished with a retryable failure.
-    pub failed: u32,
-    /// Copies still in flight when the call ended, which were cancelled.
-    pub cancelled: u32,
-    /// The copy that succeeded, if one did.
-    pub winner: Option<u32>,
-    /// The control that refused a copy, if one did.
-    pub refused_by: Option<&'static str>,
-    /// Time from the call's start to its end.
-    pub elapsed: Duration,
-}
-
-impl HedgeStats {
-    /// Extra copies sent beyond the first (the hedges proper).
-    ///
-    /// ```
-    /// let mut stats = steadfast::HedgeStats::default();
-    /// stats.sent = 3;
-    /// assert_eq!(stats.hedges(), 2);
-    /// ```
-    #[must_use]
-    pub fn hedges(&self) -> u32 {
-        self.sent.saturating_sub(1)
     }
 }
 
@@ -304,9 +104,7 @@ impl HedgePolicy {
             policy: Self {
                 max_attempts: 2,
                 delay: delay.into(),
-                max_pushback: DEFAULT_MAX_DELAY,
-                max_elapsed: None,
-                control: None,
+                limits: Limits::default(),
             },
         }
     }
@@ -353,16 +151,17 @@ impl HedgePolicy {
         &self.delay
     }
 
-    /// The longest wait a server's pushback can impose.
+    /// The longest single wait: how long a server's pushback can hold
+    /// the next copy (the same limit, and name, as a retry policy's).
     ///
     /// ```
     /// let p = steadfast::HedgePolicy::builder(std::time::Duration::ZERO).build()?;
-    /// assert_eq!(p.max_pushback(), steadfast::policy::DEFAULT_MAX_DELAY);
+    /// assert_eq!(p.max_delay(), steadfast::policy::DEFAULT_MAX_DELAY);
     /// # Ok::<(), steadfast::ConfigError>(())
     /// ```
     #[must_use]
-    pub fn max_pushback(&self) -> Duration {
-        self.max_pushback
+    pub fn max_delay(&self) -> Duration {
+        self.limits.max_delay()
     }
 
     /// The overall time limit of a call, from its start.
@@ -374,7 +173,7 @@ impl HedgePolicy {
     /// ```
     #[must_use]
     pub fn max_elapsed(&self) -> Option<Duration> {
-        self.max_elapsed
+        self.limits.max_elapsed()
     }
 
     /// The shared retry control, if any.
@@ -386,7 +185,38 @@ impl HedgePolicy {
     /// ```
     #[must_use]
     pub fn control(&self) -> Option<&Arc<dyn RetryControl>> {
-        self.control.as_ref()
+        self.limits.control()
+    }
+
+    /// The limits this policy shares with every other: the cap on a single
+    /// wait, the overall limit, the control, and their rules.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let p = steadfast::HedgePolicy::builder(Duration::ZERO).max_delay(Duration::from_secs(2)).build()?;
+    /// assert_eq!(p.limits().max_delay(), Duration::from_secs(2));
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The same policy with one attempt (no hedging): for a request that
+    /// cannot be sent twice.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let p = steadfast::HedgePolicy::builder(Duration::from_millis(5)).max_attempts(3).build()?;
+    /// assert_eq!(p.single_attempt().max_attempts(), 1);
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn single_attempt(&self) -> Self {
+        Self {
+            max_attempts: 1,
+            ..self.clone()
+        }
     }
 
     /// Feeds one latency to an adaptive delay (does nothing for a fixed
@@ -396,7 +226,7 @@ impl HedgePolicy {
     /// ```
     /// use std::sync::Arc;
     /// use std::time::Duration;
-    /// use steadfast::hedge::AdaptiveDelay;
+    /// use steadfast::policy::AdaptiveDelay;
     /// let adaptive = Arc::new(AdaptiveDelay::builder(Duration::from_secs(1)).min_samples(1).refresh_every(1).build()?);
     /// let p = steadfast::HedgePolicy::builder(Arc::clone(&adaptive)).build()?;
     /// p.record_latency(Duration::from_millis(12));
@@ -440,11 +270,7 @@ impl HedgePolicy {
     /// # Ok::<(), steadfast::ConfigError>(())
     /// ```
     pub fn start_at(&self, now: Instant, deadline: Option<Deadline>) -> HedgeState {
-        let deadline = Deadline::earliest(deadline, crate::deadline::current());
-        let deadline = match self.max_elapsed {
-            Some(limit) => Deadline::earliest(deadline, Some(Deadline::after(now, limit))),
-            None => deadline,
-        };
+        let (deadline, _) = self.limits.deadline(deadline, || now);
         HedgeState {
             started: now,
             deadline,
@@ -458,6 +284,7 @@ impl HedgePolicy {
             cut_by_deadline: false,
             stopped: false,
             winner: None,
+            idle_since: None,
         }
     }
 
@@ -504,7 +331,8 @@ impl HedgePolicy {
     /// ```
     /// use std::time::Duration;
     /// use steadfast::clock::VirtualClock;
-    /// use steadfast::{HedgeAction, HedgePolicy};
+    /// use steadfast::policy::HedgeAction;
+    /// use steadfast::HedgePolicy;
     /// // Zero delay: every copy at once.
     /// let policy = HedgePolicy::builder(Duration::ZERO).max_attempts(3).build()?;
     /// let clock = VirtualClock::manual();
@@ -528,7 +356,8 @@ impl HedgePolicy {
     /// ```
     /// use std::time::Duration;
     /// use steadfast::clock::{Clock, VirtualClock};
-    /// use steadfast::{HedgeAction, HedgePolicy};
+    /// use steadfast::policy::HedgeAction;
+    /// use steadfast::HedgePolicy;
     /// let policy = HedgePolicy::builder(Duration::from_millis(100)).build()?;
     /// let clock = VirtualClock::manual();
     /// let t0 = clock.now();
@@ -547,7 +376,7 @@ impl HedgePolicy {
         if let Some(due) = state.next_due
             && due <= now
         {
-            let permit = match &self.control {
+            let permit = match self.limits.control() {
                 None => Ok(()),
                 Some(c) if state.sent == 0 => c.admit(),
                 Some(c) => c.allow_retry(),
@@ -555,10 +384,17 @@ impl HedgePolicy {
             match permit {
                 Ok(()) => {
                     state.sent += 1;
+                    let waited = match state.idle_since.take() {
+                        Some(since) if state.in_flight.is_empty() => {
+                            now.saturating_duration_since(since)
+                        }
+                        _ => Duration::ZERO,
+                    };
                     let attempt = Attempt {
                         number: state.sent,
                         deadline: state.deadline,
                         in_flight: state.in_flight,
+                        waited,
                     };
                     state.in_flight.insert(state.sent);
                     if state.sent < self.max_attempts {
@@ -613,7 +449,7 @@ impl HedgePolicy {
     /// - [`Verdict::Retry`] (non-fatal): the next copy is due now,
     ///   shortcutting the delay (but never before a server's pushback);
     /// - [`Verdict::RetryAfter(d)`](Verdict::RetryAfter) (pushback): the
-    ///   next copy is due `d` from now (capped at `max_pushback`), later
+    ///   next copy is due `d` from now (capped at `max_delay`), later
     ///   ones `delay` apart from there;
     /// - after either failure the control hears a retryable failure, and
     ///   when nothing is in flight and nothing more will be sent the call
@@ -626,7 +462,8 @@ impl HedgePolicy {
     /// ```
     /// use std::time::Duration;
     /// use steadfast::clock::{Clock, VirtualClock};
-    /// use steadfast::{HedgeAction, HedgeDecision, HedgePolicy, StopReason, Verdict};
+    /// use steadfast::policy::{HedgeAction, HedgeDecision};
+    /// use steadfast::{HedgePolicy, StopReason, Verdict};
     /// let policy = HedgePolicy::builder(Duration::from_millis(500)).max_attempts(2).build()?;
     /// let clock = VirtualClock::manual();
     /// let mut call = policy.start(&clock, None);
@@ -663,7 +500,8 @@ impl HedgePolicy {
     /// ```
     /// use std::time::Duration;
     /// use steadfast::clock::{Clock, VirtualClock};
-    /// use steadfast::{HedgeDecision, HedgePolicy, Verdict};
+    /// use steadfast::policy::HedgeDecision;
+    /// use steadfast::{HedgePolicy, Verdict};
     /// let policy = HedgePolicy::builder(Duration::from_millis(100)).build()?;
     /// let clock = VirtualClock::manual();
     /// let mut call = policy.start(&clock, None);
@@ -681,13 +519,11 @@ impl HedgePolicy {
         if state.winner.is_some() || !state.in_flight.remove(number) {
             return HedgeDecision::Continue;
         }
+        self.limits.hear(verdict, || None);
         let hint = match verdict {
             Verdict::Success => {
                 state.winner = Some(number);
                 state.next_due = None;
-                if let Some(control) = &self.control {
-                    control.record(Outcome::Success);
-                }
                 if let HedgeDelay::Adaptive(a) = &self.delay {
                     a.record(state.elapsed(now));
                 }
@@ -698,7 +534,7 @@ impl HedgePolicy {
                 return HedgeDecision::Stop(StopReason::Permanent);
             }
             Verdict::Retry => None,
-            Verdict::RetryAfter(d) => Some(d.min(self.max_pushback)),
+            Verdict::RetryAfter(d) => Some(self.limits.cap(d)),
             Verdict::StopSending => {
                 // No more copies; those in flight run on.
                 state.stop_sending();
@@ -706,9 +542,6 @@ impl HedgePolicy {
             }
         };
         state.failed += 1;
-        if let Some(control) = &self.control {
-            control.record(Outcome::RetryableFailure);
-        }
         if let Some(d) = hint {
             let until = saturating_add(now, d);
             state.hold_until = Some(state.hold_until.map_or(until, |h| h.max(until)));
@@ -721,8 +554,11 @@ impl HedgePolicy {
             let at = state.hold_until.map_or(now, |h| h.max(now));
             state.schedule_next(at);
         }
-        if state.in_flight.is_empty() && state.next_due.is_none() {
-            return HedgeDecision::Stop(state.exhausted_reason());
+        if state.in_flight.is_empty() {
+            if state.next_due.is_none() {
+                return HedgeDecision::Stop(state.exhausted_reason());
+            }
+            state.idle_since = Some(now);
         }
         HedgeDecision::Continue
     }
@@ -754,29 +590,36 @@ impl HedgePolicyBuilder {
         self
     }
 
-    /// The longest wait a server's pushback ([`Verdict::RetryAfter`]) can
-    /// impose before the next copy (default [`DEFAULT_MAX_DELAY`]).
+    /// The longest single wait: how long a server's pushback
+    /// ([`Verdict::RetryAfter`]) can hold the next copy (default
+    /// [`DEFAULT_MAX_DELAY`]).
     #[must_use]
-    pub fn max_pushback(mut self, max: Duration) -> Self {
-        self.policy.max_pushback = max;
-        self
+    pub fn max_delay(self, max: Duration) -> Self {
+        self.limits(|l| l.with_max_delay(max))
     }
 
     /// The overall limit of a call, from its start (default none): no copy
     /// is sent that would start at or past it, and when it passes the call
     /// fails, whatever is still in flight.
     #[must_use]
-    pub fn max_elapsed(mut self, limit: Duration) -> Self {
-        self.policy.max_elapsed = Some(limit);
-        self
+    pub fn max_elapsed(self, limit: Duration) -> Self {
+        self.limits(|l| l.with_max_elapsed(limit))
     }
 
     /// A shared retry control (token bucket, budget, throttle): it admits
     /// the first copy, allows every later one, and hears the outcomes
     /// (default none).
     #[must_use]
-    pub fn control(mut self, control: Arc<dyn RetryControl>) -> Self {
-        self.policy.control = Some(control);
+    pub fn control(self, control: Arc<dyn RetryControl>) -> Self {
+        self.limits(|l| l.with_control(control))
+    }
+
+    /// Changes the limits this policy shares with a retry policy (the cap
+    /// on a single wait, the overall limit, the control) with `f`: one
+    /// function can bound both kinds of policy alike (see [`Limits`]).
+    #[must_use]
+    pub fn limits(mut self, f: impl FnOnce(Limits) -> Limits) -> Self {
+        self.policy.limits = f(std::mem::take(&mut self.policy.limits));
         self
     }
 
@@ -802,14 +645,7 @@ impl HedgePolicyBuilder {
                 p.max_attempts,
             ));
         }
-        if p.max_elapsed == Some(Duration::ZERO) {
-            return Err(ConfigError::new(
-                WHAT,
-                "max_elapsed",
-                "must be greater than zero",
-                Duration::ZERO,
-            ));
-        }
+        p.limits.check(WHAT)?;
         Ok(self.policy)
     }
 }

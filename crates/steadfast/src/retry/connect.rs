@@ -6,13 +6,14 @@ use std::fmt;
 use std::future::Future;
 use std::time::Duration;
 
-use super::Deadline;
-use super::ambient::current;
-use super::timeout::timeout_at;
-use crate::retry::Retryable;
-use crate::{
-    AsyncClock, Attempt, ConfigError, GrpcConnectionBackoff, RetryError, RetryPolicy, Rng, Verdict,
-};
+use super::Retryable;
+use crate::backoff::GrpcConnectionBackoff;
+use crate::call::{Attempt, RetryError, Verdict};
+use crate::clock::AsyncClock;
+use crate::config_error::ConfigError;
+use crate::deadline::{Deadline, current, timeout_at};
+use crate::policy::RetryPolicy;
+use crate::rng::Rng;
 
 /// Why one connection attempt failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,16 +55,17 @@ impl<E: std::error::Error + 'static> std::error::Error for ConnectFailure<E> {
 /// The wait is handed to the retry engine as a server-style hint
 /// ([`Verdict::RetryAfter`]), so the engine's rules hold: a wait that would
 /// end at or past the deadline is not started, and the call stops with
-/// [`StopReason::Deadline`](crate::StopReason::Deadline) ("deadline
+/// [`StopReason::Deadline`](crate::call::StopReason::Deadline) ("deadline
 /// exceeded"). The overall deadline is the earliest of the one given and the
-/// ambient [`current`](super::current) one. Dropping the future stops
+/// ambient [`current`](crate::deadline::current) one. Dropping the future stops
 /// everything.
 ///
 /// ```
 /// use std::time::Duration;
-/// use steadfast::{Deadline, GrpcConnectionBackoff, StopReason};
+/// use steadfast::backoff::GrpcConnectionBackoff;
+/// use steadfast::{Deadline, StopReason};
 /// use steadfast::clock::{Clock, VirtualClock};
-/// use steadfast::deadline::{ConnectFailure, Connector};
+/// use steadfast::retry::{ConnectFailure, Connector};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), steadfast::ConfigError> {
@@ -119,7 +121,7 @@ impl<C: AsyncClock> Connector<C> {
     ///
     /// ```
     /// use steadfast::clock::VirtualClock;
-    /// use steadfast::deadline::Connector;
+    /// use steadfast::retry::Connector;
     /// let connector = Connector::builder(VirtualClock::new()).build()?;
     /// # let _ = connector;
     /// # Ok::<(), steadfast::ConfigError>(())
@@ -139,9 +141,9 @@ impl<C: AsyncClock> Connector<C> {
     /// # Errors
     ///
     /// A [`RetryError`] whose reason is
-    /// [`StopReason::Deadline`](crate::StopReason::Deadline) when the
+    /// [`StopReason::Deadline`](crate::call::StopReason::Deadline) when the
     /// deadline passed (or no further attempt could start before it), or
-    /// [`StopReason::Exhausted`](crate::StopReason::Exhausted) when a
+    /// [`StopReason::Exhausted`](crate::call::StopReason::Exhausted) when a
     /// configured attempt limit ran out; its last error is the last
     /// attempt's [`ConnectFailure`].
     pub async fn connect<F, Fut, T, E>(
@@ -162,7 +164,7 @@ impl<C: AsyncClock> Connector<C> {
             let fut = connect(Attempt {
                 number: attempt.number,
                 deadline: Some(attempt_deadline),
-                in_flight: attempt.in_flight,
+                ..attempt
             });
             let clock = clock.clone();
             async move {
@@ -209,9 +211,9 @@ impl<C: AsyncClock> ConnectorBuilder<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use steadfast::GrpcConnectionBackoff;
+    /// use steadfast::backoff::GrpcConnectionBackoff;
     /// use steadfast::clock::VirtualClock;
-    /// use steadfast::deadline::Connector;
+    /// use steadfast::retry::Connector;
     ///
     /// let backoff = GrpcConnectionBackoff::builder().min_connect_timeout(Duration::from_secs(5)).build()?;
     /// let connector = Connector::builder(VirtualClock::new()).backoff(backoff).build()?;
@@ -228,7 +230,7 @@ impl<C: AsyncClock> ConnectorBuilder<C> {
     ///
     /// ```
     /// use steadfast::clock::VirtualClock;
-    /// use steadfast::deadline::Connector;
+    /// use steadfast::retry::Connector;
     /// let err = Connector::builder(VirtualClock::new()).max_attempts(0).build().unwrap_err();
     /// assert_eq!(err.field(), "max_attempts");
     /// ```
@@ -241,7 +243,7 @@ impl<C: AsyncClock> ConnectorBuilder<C> {
     ///
     /// ```
     /// use steadfast::clock::VirtualClock;
-    /// use steadfast::deadline::Connector;
+    /// use steadfast::retry::Connector;
     /// assert!(Connector::builder(VirtualClock::new()).seed(1).build().is_ok());
     /// ```
     pub fn seed(mut self, seed: u64) -> Self {
@@ -253,7 +255,7 @@ impl<C: AsyncClock> ConnectorBuilder<C> {
     ///
     /// ```
     /// use steadfast::clock::VirtualClock;
-    /// use steadfast::deadline::Connector;
+    /// use steadfast::retry::Connector;
     /// assert!(Connector::builder(VirtualClock::new()).name("dial db").build().is_ok());
     /// ```
     pub fn name(mut self, name: &'static str) -> Self {
@@ -297,7 +299,7 @@ mod tests {
     use std::time::Instant;
 
     use super::*;
-    use crate::StopReason;
+    use crate::call::StopReason;
     use crate::clock::{Clock, VirtualClock};
 
     const S: fn(u64) -> Duration = Duration::from_secs;
@@ -426,7 +428,7 @@ mod tests {
         let connector = Connector::builder(clock.clone()).build().unwrap();
         let ambient = Deadline::after(clock.now(), S(3));
         let given = Deadline::after(clock.now(), S(100));
-        let err = super::super::scope_async(
+        let err = crate::deadline::scope_async(
             ambient,
             connector.connect(given, |_| std::future::pending::<Result<(), &str>>()),
         )

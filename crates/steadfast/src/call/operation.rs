@@ -14,7 +14,8 @@ use super::Attempt;
 ///
 /// ```
 /// use std::future::{Ready, ready};
-/// use steadfast::retry::{Operation, Retryable};
+/// use steadfast::call::Operation;
+/// use steadfast::retry::Retryable;
 /// use steadfast::{Attempt, RetryPolicy};
 ///
 /// /// Fails its first attempt, then answers with the attempt's number.

@@ -3,10 +3,13 @@
 
 use std::time::Duration;
 
-use crate::{CallState, RetryError, StopReason};
+use super::{HedgeStats, RetryError, StopReason};
 
-/// A retried call's result together with how it ended: made by
-/// [`Retry::report`](super::Retry::report).
+/// A call's result together with how it ended: made by `.report()` on
+/// either executor ([`Retry::report`](crate::retry::Retry::report),
+/// [`Hedge::report`](crate::hedge::Hedge::report)). One type for both: a
+/// hedged call's report also has its copies' [`HedgeStats`]
+/// ([`hedge`](Self::hedge)).
 ///
 /// The plain result cannot tell a success from a retried `Ok` value that
 /// ran out of attempts (an HTTP 503 retried until the attempts were spent
@@ -38,6 +41,33 @@ use crate::{CallState, RetryError, StopReason};
 /// assert!(!report.succeeded());
 /// # Ok::<(), steadfast::ConfigError>(())
 /// ```
+///
+/// A hedged call's report says what its copies did:
+///
+/// ```
+/// use std::time::Duration;
+/// use steadfast::{Attempt, HedgePolicy, Hedgeable};
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() -> Result<(), steadfast::ConfigError> {
+/// let policy = HedgePolicy::builder(Duration::from_millis(50)).max_attempts(3).build()?;
+/// let report = (|attempt: Attempt| async move {
+///     if attempt.is_first() {
+///         tokio::time::sleep(Duration::from_secs(10)).await; // stuck
+///     }
+///     Ok::<_, std::io::Error>(attempt.number)
+/// })
+/// .hedge(&policy)
+/// .report()
+/// .await;
+/// assert_eq!(report.result.as_ref().ok(), Some(&2));
+/// let stats = report.hedge.expect("a hedged call's report");
+/// assert_eq!((stats.sent, stats.hedges(), stats.cancelled), (2, 1, 1));
+/// assert_eq!(report.attempts, 2);
+/// assert!(report.succeeded());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct Report<T, E> {
@@ -51,8 +81,12 @@ pub struct Report<T, E> {
     /// gave up on a retried value, which is returned as the last response.
     pub stop: Option<StopReason>,
     /// The sum of the waits between attempts, as decided (a wait cut short
-    /// by a cancellation counts in full).
+    /// by a cancellation counts in full). Zero for a hedged call, whose
+    /// copies overlap rather than wait: see [`hedge`](Self::hedge).
     pub waited: Duration,
+    /// What a hedged call did with its copies (sent, failed, cancelled, the
+    /// winner, the time taken); `None` for a retried call.
+    pub hedge: Option<HedgeStats>,
 }
 
 impl<T, E> Report<T, E> {
@@ -61,6 +95,45 @@ impl<T, E> Report<T, E> {
     #[must_use]
     pub fn succeeded(&self) -> bool {
         self.stop.is_none()
+    }
+
+    /// The report of a call whose request could not be sent again, so it
+    /// was sent once ([`RetryError::sent_once`]): a stop for spent attempts
+    /// says [`StopReason::NotReplayable`], in the report and its error.
+    ///
+    /// ```
+    /// use steadfast::clock::VirtualClock;
+    /// use steadfast::{Attempt, BlockingRetryable, RetryPolicy, StopReason};
+    /// let once = RetryPolicy::builder().build()?.single_attempt();
+    /// let report = (|_: Attempt| Err::<(), _>("reset"))
+    ///     .retry_blocking(&once)
+    ///     .clock(VirtualClock::new())
+    ///     .report()
+    ///     .call();
+    /// assert_eq!(report.stop, Some(StopReason::Exhausted));
+    /// let report = report.sent_once();
+    /// assert_eq!(report.stop, Some(StopReason::NotReplayable));
+    /// assert_eq!(report.result.unwrap_err().reason(), StopReason::NotReplayable);
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn sent_once(mut self) -> Self {
+        if self.stop == Some(StopReason::Exhausted) {
+            self.stop = Some(StopReason::NotReplayable);
+        }
+        self.result = self.result.map_err(RetryError::sent_once);
+        self
+    }
+
+    /// How the call ended, without its result.
+    #[must_use]
+    pub fn ending(&self) -> Ending {
+        Ending {
+            attempts: self.attempts,
+            stop: self.stop,
+            waited: self.waited,
+            hedge: self.hedge,
+        }
     }
 
     /// The plain result, dropping the rest of the report.
@@ -72,31 +145,63 @@ impl<T, E> Report<T, E> {
     }
 }
 
-/// How a call ended, as the executors see it; what a [`Report`] is made of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Ending {
-    pub(crate) attempts: u32,
-    pub(crate) stop: Option<StopReason>,
-    pub(crate) waited: Duration,
+/// How a call ended, without its result: what a [`Report`] says beside
+/// the result ([`Report::ending`]). For an integration that hands back a
+/// response type of its own (an HTTP response, a gRPC response) and keeps
+/// with it how the call went.
+///
+/// ```
+/// use std::time::Duration;
+/// use steadfast::clock::VirtualClock;
+/// use steadfast::{Attempt, Backoff, BlockingRetryable, RetryPolicy};
+///
+/// let policy = RetryPolicy::builder()
+///     .backoff(Backoff::constant(Duration::from_millis(100)).build()?)
+///     .build()?;
+/// let report = (|a: Attempt| if a.number < 3 { Err("refused") } else { Ok(a.number) })
+///     .retry_blocking(&policy)
+///     .clock(VirtualClock::new())
+///     .report()
+///     .call();
+/// let ending = report.ending();
+/// assert!(ending.succeeded());
+/// assert_eq!((ending.attempts, ending.waited, ending.hedges()), (3, Duration::from_millis(200), 0));
+/// # Ok::<(), steadfast::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Ending {
+    /// Attempts made, counting the first (for a hedged call: copies sent).
+    pub attempts: u32,
+    /// Why the call stopped: `None` for a success (see [`Report::stop`]).
+    pub stop: Option<StopReason>,
+    /// The sum of the waits between attempts, as decided (see [`Report::waited`]).
+    pub waited: Duration,
+    /// What a hedged call did with its copies; `None` for a retried call.
+    pub hedge: Option<HedgeStats>,
 }
 
 impl Ending {
+    /// Whether the call succeeded (the classifier called its last outcome
+    /// a success).
+    #[must_use]
+    pub fn succeeded(&self) -> bool {
+        self.stop.is_none()
+    }
+
+    /// Hedged copies sent beyond the first (0 for a retried call).
+    #[must_use]
+    pub fn hedges(&self) -> u32 {
+        self.hedge.map_or(0, |h| h.hedges())
+    }
+
     /// A call whose first attempt succeeded.
     pub(crate) const FIRST_SUCCESS: Self = Self {
         attempts: 1,
         stop: None,
         waited: Duration::ZERO,
+        hedge: None,
     };
-
-    /// A call that ended after `call`'s attempts and waits, stopping for
-    /// `stop` (`None`: a success).
-    pub(crate) fn of_call(call: &CallState, stop: Option<StopReason>) -> Self {
-        Self {
-            attempts: call.attempts(),
-            stop,
-            waited: call.waited(),
-        }
-    }
 
     /// A call that ended before it had per-call state: a success at the
     /// first attempt, or the error says the rest.
@@ -107,6 +212,7 @@ impl Ending {
                 attempts: e.attempts(),
                 stop: Some(e.reason()),
                 waited: Duration::ZERO,
+                hedge: e.hedge_stats().copied(),
             },
         }
     }
@@ -121,15 +227,15 @@ pub(crate) fn ended_early<T, E>(result: Result<T, RetryError<E>>) -> Ended<T, E>
     (result, ending)
 }
 
-pub(crate) mod sealed {
+mod sealed {
     pub trait Sealed {}
     impl Sealed for super::Plain {}
     impl Sealed for super::Reported {}
 }
 
 /// What an executor's output is: the plain result ([`Plain`], the default)
-/// or a [`Report`] ([`Reported`], from [`Retry::report`](super::Retry::report)).
-/// Sealed: the two implementations are all there is.
+/// or a [`Report`] ([`Reported`], from `.report()`). The same two forms for
+/// both executors. Sealed: the two implementations are all there is.
 pub trait Finish<T, E>: sealed::Sealed {
     /// The executor's output.
     type Output;
@@ -145,7 +251,7 @@ pub trait Finish<T, E>: sealed::Sealed {
     /// reported and hands its caller the form the caller chose.
     ///
     /// ```
-    /// use steadfast::retry::{Finish, Plain, Report};
+    /// use steadfast::call::{Finish, Plain, Report};
     /// fn plain<T, E>(report: Report<T, E>) -> Result<T, steadfast::RetryError<E>> {
     ///     <Plain as Finish<T, E>>::from_report(report)
     /// }
@@ -155,10 +261,10 @@ pub trait Finish<T, E>: sealed::Sealed {
     /// The output of a call whose first attempt succeeded: the value for
     /// [`Plain`], a report of one attempt for [`Reported`]. For an executor
     /// that makes a lean first attempt itself (see
-    /// [`Retry::after_first_attempt`](super::Retry::after_first_attempt)).
+    /// [`Retry::after_first_attempt`](crate::retry::Retry::after_first_attempt)).
     ///
     /// ```
-    /// use steadfast::retry::{Finish, Reported};
+    /// use steadfast::call::{Finish, Reported};
     /// let report = <Reported as Finish<u32, ()>>::first_success(7);
     /// assert_eq!((report.attempts, report.stop, report.result.ok()), (1, None, Some(7)));
     /// ```
@@ -175,7 +281,7 @@ pub trait Finish<T, E>: sealed::Sealed {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Plain;
 
-/// The output of [`Retry::report`](super::Retry::report): a [`Report`].
+/// The output of `.report()` on either executor: a [`Report`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Reported;
 
@@ -202,12 +308,14 @@ impl<T, E> Finish<T, E> for Reported {
             attempts,
             stop,
             waited,
+            hedge,
         } = ending();
         Report {
             result,
             attempts,
             stop,
             waited,
+            hedge,
         }
     }
 

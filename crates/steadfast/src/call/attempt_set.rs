@@ -5,19 +5,19 @@ use std::fmt;
 
 /// The most copies (attempts, counting the first) one hedged call may send: 32.
 ///
-/// A [`HedgePolicy`](crate::HedgePolicy) with more is a configuration error;
+/// A [`HedgePolicy`](crate::policy::HedgePolicy) with more is a configuration error;
 /// gRPC's default client cap (5) is far below it.
 pub const MAX_HEDGE_ATTEMPTS: u32 = 32;
 
 /// A set of attempt numbers (`1..=`[`MAX_HEDGE_ATTEMPTS`]) kept as one bit
 /// each: `Copy`, no allocation.
 ///
-/// [`Attempt::in_flight`](crate::Attempt::in_flight) carries one, so a caller
+/// [`Attempt::in_flight`](crate::call::Attempt::in_flight) carries one, so a caller
 /// or a load balancer can send a hedged copy to a server that the copies
 /// still in flight are not using.
 ///
 /// ```
-/// use steadfast::hedge::AttemptSet;
+/// use steadfast::call::AttemptSet;
 /// let mut set = AttemptSet::new();
 /// assert!(set.insert(1));
 /// assert!(set.insert(3));
@@ -49,7 +49,7 @@ impl AttemptSet {
     /// Whether attempt `number` is in the set.
     ///
     /// ```
-    /// let mut set = steadfast::hedge::AttemptSet::new();
+    /// let mut set = steadfast::call::AttemptSet::new();
     /// set.insert(2);
     /// assert!(set.contains(2));
     /// ```
@@ -62,7 +62,7 @@ impl AttemptSet {
     /// `1..=MAX_HEDGE_ATTEMPTS` (such numbers are ignored, never a panic).
     ///
     /// ```
-    /// let mut set = steadfast::hedge::AttemptSet::new();
+    /// let mut set = steadfast::call::AttemptSet::new();
     /// assert!(set.insert(32));
     /// assert!(!set.insert(33));
     /// ```
@@ -76,7 +76,7 @@ impl AttemptSet {
     /// Removes attempt `number`; `false` if it was not there.
     ///
     /// ```
-    /// let mut set = steadfast::hedge::AttemptSet::new();
+    /// let mut set = steadfast::call::AttemptSet::new();
     /// set.insert(4);
     /// assert!(set.remove(4));
     /// assert!(!set.remove(4));
@@ -91,7 +91,7 @@ impl AttemptSet {
     /// How many attempts are in the set.
     ///
     /// ```
-    /// assert_eq!(steadfast::hedge::AttemptSet::new().len(), 0);
+    /// assert_eq!(steadfast::call::AttemptSet::new().len(), 0);
     /// ```
     #[must_use]
     pub const fn len(self) -> u32 {
@@ -101,7 +101,7 @@ impl AttemptSet {
     /// Whether the set is empty.
     ///
     /// ```
-    /// assert!(steadfast::hedge::AttemptSet::new().is_empty());
+    /// assert!(steadfast::call::AttemptSet::new().is_empty());
     /// ```
     #[must_use]
     pub const fn is_empty(self) -> bool {
@@ -111,7 +111,7 @@ impl AttemptSet {
     /// The attempt numbers in the set, in increasing order.
     ///
     /// ```
-    /// let mut set = steadfast::hedge::AttemptSet::new();
+    /// let mut set = steadfast::call::AttemptSet::new();
     /// set.insert(5);
     /// set.insert(2);
     /// assert_eq!(set.iter().collect::<Vec<_>>(), [2, 5]);
@@ -139,7 +139,7 @@ impl IntoIterator for AttemptSet {
 /// The iterator of [`AttemptSet::iter`]: attempt numbers in increasing order.
 ///
 /// ```
-/// let mut set = steadfast::hedge::AttemptSet::new();
+/// let mut set = steadfast::call::AttemptSet::new();
 /// set.insert(1);
 /// let mut it = set.iter();
 /// assert_eq!(it.next(), Some(1));

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::ConfigError;
+use crate::config_error::ConfigError;
 
-/// The hedging delay of a [`HedgePolicy`](crate::HedgePolicy): the time
+/// The hedging delay of a [`HedgePolicy`](crate::policy::HedgePolicy): the time
 /// between one copy and the next while no copy has succeeded.
 ///
 /// Made from a `Duration` (fixed; [`Duration::ZERO`] sends every copy at once)
@@ -15,7 +15,7 @@ use crate::ConfigError;
 ///
 /// ```
 /// use std::time::Duration;
-/// use steadfast::hedge::HedgeDelay;
+/// use steadfast::policy::HedgeDelay;
 /// let fixed = HedgeDelay::from(Duration::from_millis(20));
 /// assert_eq!(fixed.current(), Duration::from_millis(20));
 /// ```
@@ -35,7 +35,7 @@ impl HedgeDelay {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let d = steadfast::hedge::HedgeDelay::Fixed(Duration::ZERO);
+    /// let d = steadfast::policy::HedgeDelay::Fixed(Duration::ZERO);
     /// assert_eq!(d.current(), Duration::ZERO);
     /// ```
     #[inline]
@@ -51,7 +51,7 @@ impl HedgeDelay {
     ///
     /// ```
     /// use std::time::Duration;
-    /// assert!(steadfast::hedge::HedgeDelay::from(Duration::ZERO).adaptive().is_none());
+    /// assert!(steadfast::policy::HedgeDelay::from(Duration::ZERO).adaptive().is_none());
     /// ```
     #[must_use]
     pub fn adaptive(&self) -> Option<&Arc<AdaptiveDelay>> {
@@ -110,7 +110,7 @@ const EMPTY: u64 = u64::MAX;
 ///
 /// ```
 /// use std::time::Duration;
-/// use steadfast::hedge::AdaptiveDelay;
+/// use steadfast::policy::AdaptiveDelay;
 ///
 /// let delay = AdaptiveDelay::builder(Duration::from_millis(50))
 ///     .quantile(0.9)
@@ -167,7 +167,7 @@ impl AdaptiveDelay {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let d = steadfast::hedge::AdaptiveDelay::builder(Duration::from_millis(10)).build()?;
+    /// let d = steadfast::policy::AdaptiveDelay::builder(Duration::from_millis(10)).build()?;
     /// assert_eq!(d.quantile(), 0.95);
     /// # Ok::<(), steadfast::ConfigError>(())
     /// ```
@@ -188,7 +188,7 @@ impl AdaptiveDelay {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let d = steadfast::hedge::AdaptiveDelay::builder(Duration::from_millis(7)).build()?;
+    /// let d = steadfast::policy::AdaptiveDelay::builder(Duration::from_millis(7)).build()?;
     /// assert_eq!(d.current(), Duration::from_millis(7));
     /// # Ok::<(), steadfast::ConfigError>(())
     /// ```
@@ -203,7 +203,7 @@ impl AdaptiveDelay {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let d = steadfast::hedge::AdaptiveDelay::builder(Duration::from_secs(1))
+    /// let d = steadfast::policy::AdaptiveDelay::builder(Duration::from_secs(1))
     ///     .min_samples(1).refresh_every(1).build()?;
     /// d.record(Duration::from_millis(3));
     /// assert_eq!(d.current(), Duration::from_millis(3));
@@ -247,7 +247,7 @@ impl AdaptiveDelay {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let d = steadfast::hedge::AdaptiveDelay::builder(Duration::from_secs(1)).build()?;
+    /// let d = steadfast::policy::AdaptiveDelay::builder(Duration::from_secs(1)).build()?;
     /// d.record(Duration::from_millis(3));
     /// assert_eq!(d.recorded(), 1);
     /// # Ok::<(), steadfast::ConfigError>(())
@@ -261,7 +261,7 @@ impl AdaptiveDelay {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let d = steadfast::hedge::AdaptiveDelay::builder(Duration::from_secs(1)).quantile(0.99).build()?;
+    /// let d = steadfast::policy::AdaptiveDelay::builder(Duration::from_secs(1)).quantile(0.99).build()?;
     /// assert_eq!(d.quantile(), 0.99);
     /// # Ok::<(), steadfast::ConfigError>(())
     /// ```
@@ -274,7 +274,7 @@ impl AdaptiveDelay {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let d = steadfast::hedge::AdaptiveDelay::builder(Duration::from_secs(1)).window(64).min_samples(8).build()?;
+    /// let d = steadfast::policy::AdaptiveDelay::builder(Duration::from_secs(1)).window(64).min_samples(8).build()?;
     /// assert_eq!(d.window(), 64);
     /// # Ok::<(), steadfast::ConfigError>(())
     /// ```
@@ -347,7 +347,7 @@ impl AdaptiveDelayBuilder {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use steadfast::hedge::AdaptiveDelay;
+    /// use steadfast::policy::AdaptiveDelay;
     /// let d = AdaptiveDelay::builder(Duration::from_millis(5)).quantile(0.97).build()?;
     /// assert_eq!(d.window(), 1024);
     /// let d = AdaptiveDelay::builder(Duration::from_millis(5)).window(100).build()?;
@@ -399,7 +399,7 @@ impl AdaptiveDelayBuilder {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let err = steadfast::hedge::AdaptiveDelay::builder(Duration::from_millis(5))
+    /// let err = steadfast::policy::AdaptiveDelay::builder(Duration::from_millis(5))
     ///     .quantile(f64::NAN)
     ///     .build()
     ///     .unwrap_err();

@@ -1,8 +1,15 @@
+//! [`CallState`], the per-call state of a retried call, and the rules that
+//! advance it: [`RetryPolicy::decide`] and its companions.
+
 use std::time::{Duration, Instant};
 
-use super::{Decision, RetryPolicy, StopReason};
-use crate::control::Grant;
-use crate::{Clock, Deadline, Outcome, Refusal, Rng, Schedule, ScheduleState, Verdict};
+use super::{Decision, RetryPolicy};
+use crate::backoff::{Schedule, ScheduleState};
+use crate::call::{Ending, StopReason, Verdict};
+use crate::clock::Clock;
+use crate::control::{Grant, Refusal};
+use crate::deadline::Deadline;
+use crate::rng::Rng;
 
 /// The per-call state a [`RetryPolicy`] advances: plain data, made on the
 /// stack when a call starts.
@@ -27,6 +34,9 @@ pub struct CallState {
     backoff: Option<(ScheduleState, Rng)>,
     /// The sum of the waits decided so far (after every cap).
     waited: Duration,
+    /// The last wait decided (after every cap): the one before the next
+    /// attempt.
+    last_wait: Duration,
 }
 
 impl CallState {
@@ -77,10 +87,28 @@ impl CallState {
         self.waited
     }
 
+    /// The last wait [`decide`](RetryPolicy::decide) asked for, as taken:
+    /// the one before the next attempt (zero before the first retry).
+    #[must_use]
+    pub fn last_wait(&self) -> Duration {
+        self.last_wait
+    }
+
     /// Counts an attempt that was abandoned before it finished (cut off by
     /// the deadline or a cancellation), so errors report it as made.
     pub(crate) fn count_abandoned_attempt(&mut self) {
         self.attempts = self.attempts.saturating_add(1);
+    }
+
+    /// How the call ended, for a report: its attempts and waits, stopping
+    /// for `stop` (`None`: a success).
+    pub(crate) fn ending(&self, stop: Option<StopReason>) -> Ending {
+        Ending {
+            attempts: self.attempts,
+            stop,
+            waited: self.waited,
+            hedge: None,
+        }
     }
 
     /// Narrows the call's deadline (it can only move earlier).
@@ -97,7 +125,7 @@ impl<S: Schedule> RetryPolicy<S> {
     /// The control's [`Refusal`]: the call must not be made.
     #[inline]
     pub fn admit(&self) -> Result<(), Refusal> {
-        match &self.control {
+        match self.limits.control() {
             Some(control) => control.admit(),
             None => Ok(()),
         }
@@ -119,14 +147,14 @@ impl<S: Schedule> RetryPolicy<S> {
     ) -> Result<CallState, Refusal> {
         self.admit()?;
         let mut state = self.start(clock, deadline);
-        if self.control.is_some() {
+        if self.limits.control().is_some() {
             state.granted = Some(Grant::Admit);
         }
         Ok(state)
     }
 
     /// Notes that an attempt of the call starts now. Reads the clock only
-    /// when the control [wants durations](crate::RetryControl::wants_durations)
+    /// when the control [wants durations](crate::control::RetryControl::wants_durations)
     /// (worked out once, when the policy was built); then the control hears
     /// the attempt's duration with its outcome. Executors call it right
     /// before each attempt; without it the control hears outcomes alone.
@@ -143,22 +171,18 @@ impl<S: Schedule> RetryPolicy<S> {
     /// Reads `clock` only when the policy has a `max_elapsed`.
     #[inline]
     pub fn start<C: Clock>(&self, clock: &C, deadline: Option<Deadline>) -> CallState {
-        let mut state = CallState {
+        let (deadline, started) = self.limits.deadline(deadline, || clock.now());
+        CallState {
             attempts: 0,
-            deadline: Deadline::earliest(deadline, crate::deadline::current()),
-            started: None,
+            deadline,
+            started,
             refused_by: None,
             granted: None,
             attempt_started: None,
             backoff: None,
             waited: Duration::ZERO,
-        };
-        if let Some(limit) = self.max_elapsed {
-            let now = clock.now();
-            state.started = Some(now);
-            state.shrink_deadline(Deadline::after(now, limit));
+            last_wait: Duration::ZERO,
         }
-        state
     }
 
     /// Decides what follows the attempt just finished, whose outcome the
@@ -181,7 +205,7 @@ impl<S: Schedule> RetryPolicy<S> {
     ///    [`StopReason::Throttled`].
     ///
     /// Reads `clock` only for a failure, never for a success (unless the
-    /// control [wants durations](crate::RetryControl::wants_durations) and
+    /// control [wants durations](crate::control::RetryControl::wants_durations) and
     /// the executor timed the attempt with
     /// [`attempt_starting`](Self::attempt_starting)).
     #[inline]
@@ -189,15 +213,10 @@ impl<S: Schedule> RetryPolicy<S> {
         state.attempts = state.attempts.saturating_add(1);
         state.granted = None;
         if verdict == Verdict::Success {
-            if let Some(control) = &self.control {
-                match state.attempt_started.take() {
-                    None => control.record(Outcome::Success),
-                    Some(started) => control.record_timed(
-                        Outcome::Success,
-                        clock.now().saturating_duration_since(started),
-                    ),
-                }
-            }
+            self.limits.hear(verdict, || {
+                let started = state.attempt_started.take()?;
+                Some(clock.now().saturating_duration_since(started))
+            });
             return Decision::Succeed;
         }
         self.decide_failure(state, verdict, clock)
@@ -219,15 +238,10 @@ impl<S: Schedule> RetryPolicy<S> {
             Verdict::RetryAfter(hint) => Some(hint),
         };
         let now = clock.now();
-        if let Some(control) = &self.control {
-            match state.attempt_started.take() {
-                None => control.record(Outcome::RetryableFailure),
-                Some(started) => control.record_timed(
-                    Outcome::RetryableFailure,
-                    now.saturating_duration_since(started),
-                ),
-            }
-        }
+        self.limits.hear(verdict, || {
+            let started = state.attempt_started.take()?;
+            Some(now.saturating_duration_since(started))
+        });
         if verdict == Verdict::StopSending {
             // A failure the control counts, but no attempt may follow it.
             return Decision::Stop(StopReason::Permanent);
@@ -247,26 +261,25 @@ impl<S: Schedule> RetryPolicy<S> {
                 Rng::seeded_or_entropy(self.schedule.seed()),
             )
         });
-        let delay = match hint {
-            Some(hint) => {
-                // One more retry and the hint added to the total; the
-                // curve starts over.
-                schedule.record(hint);
-                schedule.reset_curve();
-                hint
-            }
+        let wanted = match hint {
+            Some(hint) => hint,
             None => match self.schedule.next_delay(schedule, rng) {
                 Some(delay) => delay,
                 None => return Decision::Stop(StopReason::Exhausted),
             },
-        }
-        .min(self.max_delay);
-        if let Some(deadline) = state.deadline
-            && delay >= deadline.remaining(now)
-        {
+        };
+        // Capped at `max_delay`, and never a wait that ends past the deadline.
+        let Some(delay) = self.limits.wait(wanted, state.deadline, now).duration() else {
             return Decision::Stop(StopReason::Deadline);
+        };
+        if hint.is_some() {
+            // One more retry, and the wait that will really happen (not
+            // the hint, which the cap may have cut) added to the total;
+            // the curve starts over.
+            schedule.record(delay);
+            schedule.reset_curve();
         }
-        if let Some(control) = &self.control {
+        if let Some(control) = self.limits.control() {
             if let Err(refusal) = control.allow_retry() {
                 state.refused_by = Some(refusal.by);
                 return Decision::Stop(StopReason::Throttled);
@@ -274,6 +287,7 @@ impl<S: Schedule> RetryPolicy<S> {
             state.granted = Some(Grant::Retry);
         }
         state.waited = state.waited.saturating_add(delay);
+        state.last_wait = delay;
         tracing::debug!(
             attempt = state.attempts,
             delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
@@ -295,10 +309,10 @@ impl<S> RetryPolicy<S> {
     /// an attempt that was never sent and a circuit breaker's probe slot is
     /// freed. Does nothing when no grant is outstanding.
     ///
-    /// [`RetryControl::refund`]: crate::RetryControl::refund
+    /// [`RetryControl::refund`]: crate::control::RetryControl::refund
     pub fn abandon(&self, state: &mut CallState) {
         if let Some(grant) = state.granted.take()
-            && let Some(control) = &self.control
+            && let Some(control) = self.limits.control()
         {
             control.refund(grant);
         }
