@@ -6,50 +6,10 @@
 use std::fmt;
 use std::sync::Arc;
 
-use steadfast::backoff::Schedule;
 use steadfast::call::Lend;
-use steadfast::{HedgePolicy, RetryPolicy};
+use steadfast::policy::Policy;
 
 use crate::replay::{Prepared, Preparing};
-
-/// A policy a [`PolicyLayer`](crate::layer::PolicyLayer) can run calls
-/// under: [`RetryPolicy`] (retries) and [`HedgePolicy`] (hedges). Sealed.
-pub trait LayerPolicy: Sized + Lend<Policy = Self> + sealed::Sealed {
-    /// The same policy with one attempt, for requests sent once.
-    #[doc(hidden)]
-    fn single_attempt(&self) -> Self;
-
-    /// Whether a call's first attempt can run without the core (see
-    /// [`RetryPolicy::is_lean`]); a hedge never can (its timer must run).
-    #[doc(hidden)]
-    fn is_lean(&self) -> bool;
-}
-
-mod sealed {
-    pub trait Sealed {}
-    impl<S> Sealed for steadfast::RetryPolicy<S> {}
-    impl Sealed for steadfast::HedgePolicy {}
-}
-
-impl<S: Schedule + Clone> LayerPolicy for RetryPolicy<S> {
-    fn single_attempt(&self) -> Self {
-        RetryPolicy::single_attempt(self)
-    }
-
-    fn is_lean(&self) -> bool {
-        RetryPolicy::is_lean(self)
-    }
-}
-
-impl LayerPolicy for HedgePolicy {
-    fn single_attempt(&self) -> Self {
-        HedgePolicy::single_attempt(self)
-    }
-
-    fn is_lean(&self) -> bool {
-        false
-    }
-}
 
 /// A layer's policy, and its one-attempt twin behind an `Arc`.
 pub(crate) struct Policies<P: Lend> {
@@ -62,7 +22,7 @@ pub(crate) struct Policies<P: Lend> {
 
 impl<P: Lend> Policies<P>
 where
-    P::Policy: LayerPolicy,
+    P::Policy: Policy,
 {
     pub(crate) fn new(policy: P) -> Self {
         Self {

@@ -7,7 +7,6 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use pin_project_lite::pin_project;
-use steadfast::{Report, RetryError};
 
 use crate::replay::{NotReplayable, Prepared, Preparing};
 
@@ -19,29 +18,10 @@ pub(crate) trait Start<Src, Req> {
     /// The executor for `prepared`: all attempts from a replayable source,
     /// or one attempt of a request that can be sent only once.
     fn start(self, prepared: Prepared<Src, Req>) -> Self::Run;
-}
 
-/// An executor's result that can say it was not retried because the request
-/// could not be sent again.
-pub(crate) trait SentOnce {
-    /// The result of a call that was sent once: a failure that ran out of
-    /// attempts (the one it had) would have been retried, so its reason
-    /// becomes [`StopReason::NotReplayable`].
-    fn sent_once(self) -> Self;
-}
-
-impl<T, E> SentOnce for Result<T, RetryError<E>> {
-    #[inline]
-    fn sent_once(self) -> Self {
-        self.map_err(RetryError::sent_once)
-    }
-}
-
-impl<T, E> SentOnce for Report<T, E> {
-    #[inline]
-    fn sent_once(self) -> Self {
-        Report::sent_once(self)
-    }
+    /// The executor's output for a request that was sent once (the core's
+    /// `Finish::sent_once`).
+    fn sent_once(output: <Self::Run as Future>::Output) -> <Self::Run as Future>::Output;
 }
 
 pin_project! {
@@ -124,7 +104,6 @@ where
     P: Future<Output = Prepared<Src, Req>>,
     S: Start<Src, Req, Run = R>,
     R: Future,
-    R::Output: SentOnce,
 {
     type Output = R::Output;
 
@@ -144,7 +123,7 @@ where
                 StagesProj::Running { run, once } => {
                     let out = std::task::ready!(run.poll(cx));
                     return Poll::Ready(match once {
-                        Some(_) => out.sent_once(),
+                        Some(_) => S::sent_once(out),
                         None => out,
                     });
                 }

@@ -13,7 +13,7 @@ use tower_service::Service;
 use crate::attempt::{AttemptFuture, Attempts, Payload};
 use crate::layer::{Launch, PolicyLayer, Runs, Setup};
 use crate::policy::{CallPolicy, PolicyFor};
-use crate::prepare::{SentOnce, Stages};
+use crate::prepare::Stages;
 use crate::replay::{Prepared, Replay};
 
 /// The core's hedger, run over the layer's attempts, with the output form
@@ -101,7 +101,6 @@ where
     K: Classify<S::Response, S::Error>,
     C: AsyncClock,
     O: Finish<S::Response, S::Error>,
-    O::Output: SentOnce,
 {
     type Output = O::Output;
 
@@ -119,7 +118,6 @@ where
     K: Classify<S::Response, S::Error> + Clone,
     C: AsyncClock,
     O: Finish<S::Response, S::Error>,
-    O::Output: SentOnce,
 {
     type Future = ResponseFuture<S, Req, P, K, R, C, O>;
 

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use steadfast::call::{Lend, Plain, Reported};
 use steadfast::classify::{AnyError, ClassifyFn};
 use steadfast::clock::{Clock, DefaultClock};
+use steadfast::policy::Policy;
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -23,7 +24,6 @@ pub use runs::Runs;
 pub use service::PolicyService;
 pub(crate) use setup::{Launch, Setup};
 
-pub use crate::policy::LayerPolicy;
 use crate::policy::Policies;
 use crate::replay::{CloneReplay, Replay};
 
@@ -55,24 +55,13 @@ use crate::replay::{CloneReplay, Replay};
 /// # let _ = (retry, hedge);
 /// # Ok::<(), steadfast::ConfigError>(())
 /// ```
+#[derive(Clone)]
 pub struct PolicyLayer<P: Lend, K = AnyError, R = CloneReplay, C = DefaultClock> {
     pub(crate) policy: Policies<P>,
     pub(crate) classify: K,
     pub(crate) replay: R,
     pub(crate) clock: C,
     pub(crate) name: Option<&'static str>,
-}
-
-impl<P: Lend + Clone, K: Clone, R: Clone, C: Clone> Clone for PolicyLayer<P, K, R, C> {
-    fn clone(&self) -> Self {
-        Self {
-            policy: self.policy.clone(),
-            classify: self.classify.clone(),
-            replay: self.replay.clone(),
-            clock: self.clock.clone(),
-            name: self.name,
-        }
-    }
 }
 
 impl<P: Lend, K: fmt::Debug, R: fmt::Debug, C: fmt::Debug> fmt::Debug for PolicyLayer<P, K, R, C>
@@ -90,7 +79,7 @@ where
     }
 }
 
-impl<T: LayerPolicy> PolicyLayer<Arc<T>> {
+impl<T: Policy> PolicyLayer<Arc<T>> {
     /// Runs calls under `policy`: every error retried (or, for a hedge,
     /// non-fatal), `Clone` requests replayed by cloning, on tokio's clock.
     ///
@@ -104,7 +93,7 @@ impl<T: LayerPolicy> PolicyLayer<Arc<T>> {
 
 impl<P: Lend> PolicyLayer<P>
 where
-    P::Policy: LayerPolicy,
+    P::Policy: Policy,
 {
     /// Runs calls under a policy lent as `P`, which each call clones and
     /// takes along: an `Arc` of the policy (a reference count), a

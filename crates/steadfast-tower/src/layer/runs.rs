@@ -6,7 +6,9 @@ use std::future::Future;
 use steadfast::call::{Finish, Lend};
 use tower_service::Service;
 
-use super::{LayerPolicy, PolicyLayer};
+use steadfast::policy::Policy;
+
+use super::PolicyLayer;
 use crate::replay::Replay;
 
 /// How a call through a [`PolicyLayer`] runs under a policy of this type:
@@ -15,7 +17,7 @@ use crate::replay::Replay;
 /// [`HedgePolicy`](steadfast::HedgePolicy) the core's hedger (as
 /// [`hedge::ResponseFuture`](crate::hedge::ResponseFuture)). Implemented for
 /// those two; the layer's code is otherwise one.
-pub trait Runs<S, Req, P, K, R, C, O>: LayerPolicy
+pub trait Runs<S, Req, P, K, R, C, O>: Policy
 where
     R: Replay<Req>,
     S: Service<R::Request>,

@@ -14,20 +14,10 @@ use crate::replay::Replay;
 /// The service a [`PolicyLayer`] makes (as [`RetryService`](crate::RetryService)
 /// or [`HedgeService`](crate::HedgeService)): see [`retry`](crate::retry)
 /// and [`hedge`](crate::hedge).
+#[derive(Clone)]
 pub struct PolicyService<S, P: Lend, K, R, C> {
     pub(crate) inner: S,
     pub(crate) layer: PolicyLayer<P, K, R, C>,
-}
-
-impl<S: Clone, P: Lend + Clone, K: Clone, R: Clone, C: Clone> Clone
-    for PolicyService<S, P, K, R, C>
-{
-    fn clone(&self) -> Self {
-        Self {
-            inner: self.inner.clone(),
-            layer: self.layer.clone(),
-        }
-    }
 }
 
 impl<S: fmt::Debug, P: Lend, K: fmt::Debug, R: fmt::Debug, C: fmt::Debug> fmt::Debug
@@ -65,9 +55,19 @@ impl<S, P: Lend, K, R, C> PolicyService<S, P, K, R, C> {
         S: Service<R::Request> + Clone,
         P::Policy: Runs<S, Req, P, K, R, C, Reported>,
     {
-        let ready = self.inner.clone();
-        let ready = std::mem::replace(&mut self.inner, ready);
+        let ready = self.take_ready();
         self.layer.run_reported(ready, request)
+    }
+
+    /// The readied service, for a call to make its first attempt on; a
+    /// clone of it stays here for the next call (tower's idiom for calls
+    /// that outlive `call`).
+    fn take_ready(&mut self) -> S
+    where
+        S: Clone,
+    {
+        let ready = self.inner.clone();
+        std::mem::replace(&mut self.inner, ready)
     }
 }
 
@@ -92,11 +92,7 @@ where
 
     #[inline]
     fn call(&mut self, request: Req) -> Self::Future {
-        // The readied service makes the first attempt; a clone of it stays
-        // here, for the next call (tower's idiom for calls that outlive
-        // `call`).
-        let ready = self.inner.clone();
-        let ready = std::mem::replace(&mut self.inner, ready);
+        let ready = self.take_ready();
         self.layer.run(ready, request)
     }
 }

@@ -4,7 +4,8 @@
 use std::future::Future;
 use std::marker::PhantomData;
 
-use steadfast::call::Lend;
+use steadfast::call::{Finish, Lend};
+use tower_service::Service;
 
 use super::PolicyLayer;
 use crate::policy::PolicyFor;
@@ -61,9 +62,13 @@ impl<S, Req, Pol, K, R, C, O> Setup<S, Req, Pol, K, R, C, O> {
 /// How a call's executor starts once its request is prepared, for the
 /// policy type that runs it: the retry future for a retry policy, the
 /// hedger for a hedge policy.
-pub(crate) trait Launch<S, Req, P: Lend, K, R: Replay<Req>, C, O> {
-    /// The executor.
-    type Run: Future;
+pub(crate) trait Launch<S, Req, P: Lend, K, R: Replay<Req>, C, O>
+where
+    S: Service<R::Request>,
+    O: Finish<S::Response, S::Error>,
+{
+    /// The executor, resolving to `O`'s form of the call's outcome.
+    type Run: Future<Output = O::Output>;
 
     /// Starts the executor over the prepared request.
     fn launch(
@@ -75,13 +80,20 @@ pub(crate) trait Launch<S, Req, P: Lend, K, R: Replay<Req>, C, O> {
 impl<S, Req, P, K, R, C, O> Start<R::Source, R::Request> for Setup<S, Req, PolicyFor<P>, K, R, C, O>
 where
     R: Replay<Req>,
+    S: Service<R::Request>,
     P: Lend,
     P::Policy: Launch<S, Req, P, K, R, C, O>,
+    O: Finish<S::Response, S::Error>,
 {
     type Run = <P::Policy as Launch<S, Req, P, K, R, C, O>>::Run;
 
     #[inline]
     fn start(self, prepared: Prepared<R::Source, R::Request>) -> Self::Run {
         <P::Policy as Launch<S, Req, P, K, R, C, O>>::launch(self, prepared)
+    }
+
+    #[inline]
+    fn sent_once(output: O::Output) -> O::Output {
+        O::sent_once(output)
     }
 }

@@ -14,7 +14,7 @@ use tower_service::Service;
 use crate::attempt::{AttemptFuture, Attempts, Payload};
 use crate::layer::{Launch, PolicyLayer, Runs, Setup};
 use crate::policy::{CallPolicy, PolicyFor};
-use crate::prepare::{SentOnce, Stages};
+use crate::prepare::Stages;
 use crate::replay::{Prepared, Preparing, Replay};
 
 /// The core's retry future, run over the layer's attempts, with the output
@@ -238,7 +238,6 @@ where
     K: Classify<S::Response, S::Error>,
     C: AsyncClock,
     O: Finish<S::Response, S::Error>,
-    O::Output: SentOnce,
 {
     type Output = O::Output;
 
@@ -284,7 +283,6 @@ where
     K: Classify<S::Response, S::Error> + Clone,
     C: AsyncClock,
     O: Finish<S::Response, S::Error>,
-    O::Output: SentOnce,
 {
     type Future = ResponseFuture<S, Req, P, K, R, C, O>;
 

@@ -258,6 +258,21 @@ pub trait Finish<T, E>: sealed::Sealed {
     /// ```
     fn from_report(report: Report<T, E>) -> Self::Output;
 
+    /// The output of a call whose request could not be sent again, so it
+    /// was sent once: a stop for spent attempts says
+    /// [`StopReason::NotReplayable`] ([`RetryError::sent_once`],
+    /// [`Report::sent_once`]), in either form.
+    ///
+    /// ```
+    /// use steadfast::call::{Finish, Plain};
+    /// use steadfast::{RetryError, StopReason};
+    /// let out: Result<(), RetryError<&str>> =
+    ///     Err(RetryError::new(StopReason::Exhausted, Some("reset"), 1, Default::default()));
+    /// let out = <Plain as Finish<(), &str>>::sent_once(out);
+    /// assert_eq!(out.unwrap_err().reason(), StopReason::NotReplayable);
+    /// ```
+    fn sent_once(output: Self::Output) -> Self::Output;
+
     /// The output of a call whose first attempt succeeded: the value for
     /// [`Plain`], a report of one attempt for [`Reported`]. For an executor
     /// that makes a lean first attempt itself (see
@@ -297,6 +312,11 @@ impl<T, E> Finish<T, E> for Plain {
     fn from_report(report: Report<T, E>) -> Self::Output {
         report.result
     }
+
+    #[inline]
+    fn sent_once(output: Self::Output) -> Self::Output {
+        output.map_err(RetryError::sent_once)
+    }
 }
 
 impl<T, E> Finish<T, E> for Reported {
@@ -322,5 +342,10 @@ impl<T, E> Finish<T, E> for Reported {
     #[inline]
     fn from_report(report: Report<T, E>) -> Report<T, E> {
         report
+    }
+
+    #[inline]
+    fn sent_once(output: Report<T, E>) -> Report<T, E> {
+        output.sent_once()
     }
 }

@@ -13,7 +13,9 @@
 //!   limit, the retry control) and the rules that go with it: the call's
 //!   effective deadline, the wait a server's hint will really get
 //!   ([`Limits::wait`]), and what the control hears of each verdict
-//!   ([`Outcome::of`](crate::control::Outcome::of)).
+//!   ([`Outcome::of`](crate::control::Outcome::of));
+//! - [`Policy`]: what both are to an integration that runs calls under
+//!   either.
 //!
 //! A program names the policies (both are at the crate root), and perhaps
 //! [`AdaptiveDelay`] or [`Limits`]. The rest of this module drives the
@@ -109,6 +111,7 @@ mod decision;
 mod hedge;
 mod hedge_delay;
 mod hedge_state;
+mod interface;
 mod limits;
 mod retry;
 
@@ -117,6 +120,7 @@ pub use decision::Decision;
 pub use hedge::{HedgePolicy, HedgePolicyBuilder};
 pub use hedge_delay::{AdaptiveDelay, AdaptiveDelayBuilder, HedgeDelay, MAX_WINDOW};
 pub use hedge_state::{HedgeAction, HedgeDecision, HedgeState};
+pub use interface::Policy;
 pub use limits::{DEFAULT_MAX_DELAY, Limits, Wait};
 pub use retry::{DEFAULT_MAX_ATTEMPTS, RetryPolicy, RetryPolicyBuilder};
 
