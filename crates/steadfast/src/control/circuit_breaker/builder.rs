@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::state::MAX_PROBES;
+use super::threshold::Threshold;
 use super::window::{Cut, SLOTS, Window};
 use super::{CircuitBreaker, DEFAULT_NAME};
 use crate::backoff::Backoff;
@@ -45,6 +46,9 @@ pub struct CircuitBreakerBuilder {
     pub(super) failure_ratio: f64,
     pub(super) window: WindowKind,
     pub(super) min_calls: u32,
+    /// Whether `min_calls` was set, as opposed to the default (which a
+    /// smaller count window lowers to its size).
+    pub(super) min_calls_set: bool,
     pub(super) break_duration: Duration,
     pub(super) break_backoff: Option<Backoff>,
     pub(super) probes: u32,
@@ -63,6 +67,7 @@ impl CircuitBreakerBuilder {
             failure_ratio: 0.5,
             window: WindowKind::Time(Duration::from_secs(30)),
             min_calls: 100,
+            min_calls_set: false,
             break_duration: Duration::from_secs(5),
             break_backoff: None,
             probes: 1,
@@ -80,7 +85,27 @@ impl CircuitBreakerBuilder {
     }
 
     /// The failure ratio (failures / calls in the window) at which the
-    /// breaker opens; above 0, at most 1 (default 0.5).
+    /// breaker opens; above 0, at most 1 (default 0.5). The rule is exact:
+    /// it opens when failures / calls >= the ratio as written (`0.1` is
+    /// 1/10, `2.0 / 3.0` is 2/3: the fraction with the smallest denominator
+    /// whose `f64` is the ratio given), at every boundary, in both kinds of
+    /// window.
+    ///
+    /// ```
+    /// use steadfast::control::{CircuitBreaker, BreakerState, Outcome, WindowKind};
+    /// use steadfast::RetryControl;
+    /// let breaker = CircuitBreaker::builder()
+    ///     .failure_ratio(2.0 / 3.0)
+    ///     .window(WindowKind::Count(30))
+    ///     .min_calls(30)
+    ///     .build()?;
+    /// for n in 0..30 {
+    ///     // 20 failures of 30: exactly 2/3.
+    ///     breaker.record(if n % 3 == 0 { Outcome::Success } else { Outcome::RetryableFailure });
+    /// }
+    /// assert_eq!(breaker.state(), BreakerState::Open);
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
     #[must_use]
     pub const fn failure_ratio(mut self, ratio: f64) -> Self {
         self.failure_ratio = ratio;
@@ -95,10 +120,23 @@ impl CircuitBreakerBuilder {
     }
 
     /// The fewest calls the window must hold before the breaker may open,
-    /// whatever the ratio; at least 1 (default 100).
+    /// whatever the ratio; at least 1 (default 100). A count window holds
+    /// at most its own size: set here larger than that, [`build`](Self::build)
+    /// refuses it (it could never open), naming both numbers; left at the
+    /// default, it is lowered to the window's size, as resilience4j does.
+    ///
+    /// ```
+    /// use steadfast::control::{CircuitBreaker, WindowKind};
+    /// let err = CircuitBreaker::builder().window(WindowKind::Count(20)).min_calls(100).build().unwrap_err();
+    /// assert_eq!(err.field(), "min_calls");
+    /// assert!(err.to_string().contains("20"), "{err}");
+    /// // The default minimum fits itself to a small count window.
+    /// assert!(CircuitBreaker::builder().window(WindowKind::Count(20)).build().is_ok());
+    /// ```
     #[must_use]
     pub const fn min_calls(mut self, calls: u32) -> Self {
         self.min_calls = calls;
+        self.min_calls_set = true;
         self
     }
 
@@ -198,6 +236,19 @@ impl CircuitBreakerBuilder {
         if self.min_calls == 0 {
             return err("min_calls", "must be at least 1", &self.min_calls);
         }
+        let mut settings = self;
+        if let WindowKind::Count(n) = settings.window
+            && settings.min_calls > n
+        {
+            if settings.min_calls_set {
+                return err(
+                    "min_calls",
+                    "must not exceed the count window's size, or the breaker could never open",
+                    &format_args!("{} (the window holds {n})", settings.min_calls),
+                );
+            }
+            settings.min_calls = n;
+        }
         let times = (Duration::from_millis(1))..=MAX_SPAN;
         if !times.contains(&self.break_duration) {
             return err(
@@ -217,16 +268,14 @@ impl CircuitBreakerBuilder {
         if self.slow_call == Some(Duration::ZERO) {
             return err("slow_call", "must be above zero", &Duration::ZERO);
         }
-        let window = match (cut, self.window) {
+        let window = match (cut, settings.window) {
             (Some(cut), _) => Window::new(cut),
             (None, WindowKind::Time(span)) => Window::timed(span),
             (None, WindowKind::Count(_)) => Window::new(Cut::Count { calls: 1 }),
         };
-        // Parts per million, so the trip test is integer arithmetic.
-        let ratio_ppm = (self.failure_ratio * 1e6).round().max(1.0) as u64;
         Ok(CircuitBreaker {
-            settings: self,
-            ratio_ppm,
+            threshold: Threshold::new(settings.failure_ratio),
+            settings,
             time: Stopwatch::new(clock),
             state: CachePadded(AtomicU64::new(super::state::Word::CLOSED.0)),
             deadline: AtomicU64::new(0),

@@ -2,6 +2,7 @@
 
 mod builder;
 mod state;
+mod threshold;
 mod window;
 
 #[cfg(all(test, loom))]
@@ -16,6 +17,7 @@ pub use builder::{CircuitBreakerBuilder, WindowKind};
 pub use state::BreakerState;
 
 use self::state::{Word, deadline, deadline_of};
+use self::threshold::Threshold;
 use self::window::Window;
 use super::sync::{AtomicU64, CachePadded, Ordering, StripedCounter};
 use super::{Grant, Outcome, Refusal, RetryControl};
@@ -106,7 +108,7 @@ const NANOS_PER_MILLI: u64 = 1_000_000;
 /// ```
 pub struct CircuitBreaker<C: Clock = SystemClock> {
     settings: CircuitBreakerBuilder,
-    ratio_ppm: u64,
+    threshold: Threshold,
     time: Stopwatch<C>,
     /// Read by every `admit`: on its own line, away from the window's
     /// counters that every `record` writes.
@@ -387,9 +389,7 @@ impl<C: Clock> CircuitBreaker<C> {
     #[inline(never)]
     fn check_trip(&self, word: Word, epoch: u64) {
         let (calls, failures) = self.window.sums(epoch);
-        if calls < u64::from(self.settings.min_calls)
-            || u128::from(failures) * 1_000_000 < u128::from(self.ratio_ppm) * u128::from(calls)
-        {
+        if calls < u64::from(self.settings.min_calls) || !self.threshold.reached(failures, calls) {
             return;
         }
         let next = word.next(BreakerState::Open, 0, 0);
