@@ -30,12 +30,23 @@ use crate::redact::RedactedUrl;
 pub(crate) type SharedClassifier =
     Arc<dyn Classify<reqwest::Response, reqwest::Error> + Send + Sync>;
 
-/// A call's request, with the call's effective deadline (for telemetry:
-/// whether a server's hint fits it).
+/// A call's request, with where its effective deadline comes from (for
+/// telemetry: whether a server's hint fits it).
 #[derive(Debug)]
 pub(crate) struct Call {
     pub(crate) request: reqwest::Request,
-    pub(crate) deadline: Option<Deadline>,
+    pub(crate) deadline: CallDeadline,
+}
+
+/// The call's deadline, as an attempt learns it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum CallDeadline {
+    /// The attempt's own (the ambient deadline while it is made): the
+    /// call's, as no attempt timeout narrows it. Costs no clock read.
+    OfAttempt,
+    /// Worked out when the call started, because an attempt timeout makes
+    /// each attempt's deadline earlier than the call's.
+    Known(Option<Deadline>),
 }
 
 /// One attempt's request on its way: which attempt it is, as the core's
@@ -46,7 +57,7 @@ pub(crate) struct Sending {
     pub(crate) number: u32,
     pub(crate) waited: Duration,
     /// The call's deadline.
-    pub(crate) deadline: Option<Deadline>,
+    pub(crate) deadline: CallDeadline,
 }
 
 /// An attempt that did not succeed: the response or error, and what the
@@ -114,6 +125,8 @@ pub(crate) struct AttemptConfig {
     pub(crate) header: Option<(DeadlineHeader, HeaderName)>,
     /// The policies' limits: what wait a server's hint really gets.
     pub(crate) limits: Limits,
+    /// Whether an attempt timeout narrows each attempt's deadline.
+    pub(crate) attempt_timeout: bool,
     pub(crate) clock: DefaultClock,
     pub(crate) on_attempt: Option<OnAttempt>,
 }
@@ -169,7 +182,12 @@ where
             deadline: call_deadline,
         } = sending;
         let config = &self.config;
-        if let (Some((header, name)), Some(d)) = (&config.header, deadline::current()) {
+        let ambient = deadline::current();
+        let call_deadline = match call_deadline {
+            CallDeadline::OfAttempt => ambient,
+            CallDeadline::Known(d) => d,
+        };
+        if let (Some((header, name)), Some(d)) = (&config.header, ambient) {
             let text = header.encode_deadline(d, config.clock.now());
             // The encoders write ASCII digits and a unit letter only.
             if let Ok(value) = HeaderValue::from_str(text.as_str()) {

@@ -8,14 +8,19 @@ use std::future::poll_fn;
 use std::sync::Arc;
 
 use http::HeaderName;
-use steadfast::call::Ending;
+use steadfast::RetryError;
+use steadfast::call::{Ending, Lend, Reported};
 use steadfast::clock::{Clock, DefaultClock};
 use steadfast::{HedgePolicy, RetryPolicy, deadline};
-use steadfast_tower::{HedgeLayer, HedgeService, RetryLayer, RetryService};
+use steadfast_tower::layer::Runs;
+use steadfast_tower::replay::Replay;
+use steadfast_tower::{HedgeLayer, HedgeService, PolicyService, RetryLayer, RetryService};
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::attempt::{AttemptConfig, AttemptService, ByVerdict, Call, TransportError};
+use crate::attempt::{
+    AttemptConfig, AttemptService, ByVerdict, Call, CallDeadline, TransportError,
+};
 use crate::classify::is_idempotent;
 use crate::error::{Error, Last, NotRetried};
 use crate::replay::{ReqwestReplay, is_replayable};
@@ -121,22 +126,28 @@ where
                     .is_some_and(|k| request.headers().contains_key(k))
         });
         let streaming = !is_replayable(&request);
-        // The call's deadline by the policies' own rule, for telemetry only
-        // (whether a server's hint fits it); the executor works out its own.
+        // The call's deadline, for telemetry only (whether a server's hint
+        // fits it): each attempt's own unless an attempt timeout narrows
+        // it; then by the policies' own rule, here (the executor works out
+        // its own).
         let config = &self.attempt;
-        let (deadline, _) = config
-            .limits
-            .deadline(deadline::current(), || config.clock.now());
+        let deadline = if config.attempt_timeout {
+            let (deadline, _) = config
+                .limits
+                .deadline(deadline::current(), || config.clock.now());
+            CallDeadline::Known(deadline)
+        } else {
+            CallDeadline::OfAttempt
+        };
         let call = Call { request, deadline };
         let (result, ending) = match (&self.hedge, retryable && idempotent) {
-            (Some(hedge), true) => {
-                let report = reported(hedge.clone(), call).await;
-                (report.result, report.ending)
-            }
+            (Some(hedge), true) => reported(hedge.clone(), call).await,
             _ => {
-                let service = if retryable { &self.retry } else { &self.once };
-                let report = reported(service.clone(), call).await;
-                (report.result, report.ending)
+                reported(
+                    if retryable { &self.retry } else { &self.once }.clone(),
+                    call,
+                )
+                .await
             }
         };
         match result {
@@ -153,39 +164,24 @@ where
     }
 }
 
-/// A call's result and how it ended.
-struct Reported<T, E> {
-    result: Result<T, steadfast::RetryError<E>>,
-    ending: Ending,
-}
-
-/// Readies `service` (the tower contract), then makes the call, reported.
+/// Readies `service` (the tower contract), then makes the call, reported:
+/// its result and how it ended.
 async fn reported<S, P, R, K, C, Req>(
-    mut service: steadfast_tower::PolicyService<S, P, K, R, C>,
+    mut service: PolicyService<S, P, K, R, C>,
     request: Req,
-) -> Reported<
-    <S as Service<<R as steadfast_tower::replay::Replay<Req>>::Request>>::Response,
-    <S as Service<<R as steadfast_tower::replay::Replay<Req>>::Request>>::Error,
->
+) -> (Result<S::Response, RetryError<S::Error>>, Ending)
 where
-    R: steadfast_tower::replay::Replay<Req>,
+    R: Replay<Req>,
     S: Service<R::Request> + Clone,
-    P: steadfast::call::Lend,
-    P::Policy: steadfast_tower::layer::Runs<S, Req, P, K, R, C, steadfast::call::Reported>,
-    steadfast_tower::PolicyService<S, P, K, R, C>:
-        Service<Req, Error = steadfast::RetryError<S::Error>>,
+    P: Lend,
+    P::Policy: Runs<S, Req, P, K, R, C, Reported>,
+    PolicyService<S, P, K, R, C>: Service<Req, Error = RetryError<S::Error>>,
 {
     if let Err(e) = poll_fn(|cx| service.poll_ready(cx)).await {
         // Not ready: no attempt was made.
-        let ending = Ending::default();
-        return Reported {
-            result: Err(e),
-            ending,
-        };
+        return (Err(e), Ending::default());
     }
     let report = service.call_reported(request).await;
-    Reported {
-        ending: report.ending(),
-        result: report.result,
-    }
+    let ending = report.ending();
+    (report.result, ending)
 }

@@ -104,3 +104,38 @@ async fn the_attempt_hook_hears_each_attempt_and_the_real_wait_of_a_hint() {
         "{events:?}"
     );
 }
+
+/// With an attempt timeout, an attempt's own deadline is earlier than the
+/// call's: a hint is judged against the call's (which the policy waits
+/// under), not the attempt's.
+#[tokio::test(flavor = "current_thread")]
+async fn a_hint_is_judged_against_the_calls_deadline_not_the_attempts() {
+    let server = Server::start().await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    let client = Client::builder()
+        .attempts(2)
+        .max_delay(Duration::from_secs(2))
+        .deadline(Duration::from_secs(10))
+        .attempt_timeout(Duration::from_millis(500))
+        .on_attempt(move |event| log.lock().expect("lock").push(event.end))
+        .build()
+        .expect("valid client");
+    let response = client
+        .get(server.url("/retry-after-secs/1/1"))
+        .send()
+        .await
+        .expect("recovers after the hinted second");
+    assert_eq!(response.ending().attempts, 2);
+    let events = seen.lock().expect("lock").clone();
+    assert!(
+        matches!(
+            events[0],
+            AttemptEnd::Failed {
+                retry_after: Some((_, Wait::AsWanted(d))),
+                ..
+            } if d == Duration::from_secs(1)
+        ),
+        "{events:?}"
+    );
+}

@@ -314,6 +314,7 @@ impl ClientBuilder {
             classify: self.classify,
             header,
             limits: policy.limits().clone(),
+            attempt_timeout: self.attempt_timeout.is_some(),
             clock: DefaultClock::default(),
             on_attempt: self.on_attempt,
         });

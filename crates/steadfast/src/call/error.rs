@@ -367,9 +367,11 @@ impl<E: fmt::Display> fmt::Display for RetryError<E> {
         let name = self.name().unwrap_or("operation");
         let attempts = self.attempts();
         let plural = if attempts == 1 { "" } else { "s" };
-        let (kind, again) = match self.hedge_stats() {
-            Some(_) => ("hedged attempt", "hedge"),
-            None => ("attempt", "retry"),
+        let hedged = self.hedge_stats().is_some();
+        let (kind, again) = if hedged {
+            ("hedged attempt", "hedge")
+        } else {
+            ("attempt", "retry")
         };
         write!(
             f,
@@ -378,7 +380,7 @@ impl<E: fmt::Display> fmt::Display for RetryError<E> {
         )?;
         match (self.reason(), self.refused_by()) {
             // No attempt made: the call itself was refused.
-            (StopReason::Throttled, Some(by)) if attempts == 0 && again == "retry" => {
+            (StopReason::Throttled, Some(by)) if attempts == 0 && !hedged => {
                 write!(f, "refused by {by}")?;
             }
             (StopReason::Throttled, Some(by)) => write!(f, "{again} refused by {by}")?,
