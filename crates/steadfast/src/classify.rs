@@ -32,6 +32,36 @@ use crate::call::Verdict;
 pub trait Classify<T, E> {
     /// The verdict for one outcome.
     fn classify(&self, outcome: &Result<T, E>) -> Verdict;
+
+    /// Whether a failed outcome is a sign of overload (HTTP 429 or 503,
+    /// gRPC `RESOURCE_EXHAUSTED` or `UNAVAILABLE`): a drop signal that
+    /// shrinks an adaptive [concurrency limit](crate::limit), whatever its
+    /// verdict (see [`Signal::of`](crate::limit::Signal::of)). Asked only
+    /// of outcomes that were not a success, when a limit holds a slot for
+    /// the attempt. The default says no.
+    ///
+    /// ```
+    /// use steadfast::{Classify, Verdict};
+    ///
+    /// struct Status;
+    /// impl Classify<u16, ()> for Status {
+    ///     fn classify(&self, outcome: &Result<u16, ()>) -> Verdict {
+    ///         match outcome {
+    ///             Ok(200..=299) => Verdict::Success,
+    ///             Ok(503) | Err(()) => Verdict::Retry,
+    ///             Ok(_) => Verdict::Stop,
+    ///         }
+    ///     }
+    ///     fn overloaded(&self, outcome: &Result<u16, ()>) -> bool {
+    ///         matches!(outcome, Ok(429 | 503))
+    ///     }
+    /// }
+    /// assert!(Status.overloaded(&Ok(503)) && !Status.overloaded(&Err(())));
+    /// ```
+    fn overloaded(&self, outcome: &Result<T, E>) -> bool {
+        let _ = outcome;
+        false
+    }
 }
 
 /// The default classifier: every `Ok` is a success, every `Err` is retried.

@@ -97,9 +97,11 @@ mod config_error;
 pub mod control;
 pub mod deadline;
 pub mod hedge;
+pub mod limit;
 pub mod policy;
 pub mod retry;
 mod rng;
+mod telemetry;
 
 // The front door: what a program writes. Everything that drives the engine
 // (per-call states, decisions, the output forms, the schedules' own state)

@@ -4,7 +4,7 @@ use std::error::Error;
 use std::fmt;
 use std::time::Duration;
 
-use super::{HedgeStats, StopReason};
+use super::{HedgeStats, LimitRefused, StopReason};
 
 /// Why and how a call failed: the stop reason, the attempts made, the time
 /// spent, the operation's name, and the last error as `source()`. One type
@@ -40,6 +40,12 @@ enum Repr<E> {
         name: Option<&'static str>,
         refused_for: Option<Duration>,
     },
+    /// Refused before any attempt by a concurrency limit
+    /// ([`StopReason::LimitReached`]): likewise without a box.
+    Limited {
+        refused: LimitRefused,
+        name: Option<&'static str>,
+    },
     /// Everything else.
     Full(Box<Details<E>>),
 }
@@ -56,6 +62,8 @@ struct Details<E> {
     timed_out: bool,
     /// The copies of a hedged call.
     hedge: Option<HedgeStats>,
+    /// The concurrency limit that refused the last attempt.
+    limited: Option<LimitRefused>,
 }
 
 impl<E> RetryError<E> {
@@ -76,6 +84,7 @@ impl<E> RetryError<E> {
             refused_for: None,
             timed_out: false,
             hedge: None,
+            limited: None,
         })))
     }
 
@@ -108,6 +117,7 @@ impl<E> RetryError<E> {
             refused_for: None,
             timed_out: false,
             hedge: Some(stats),
+            limited: None,
         })))
     }
 
@@ -130,6 +140,31 @@ impl<E> RetryError<E> {
         })
     }
 
+    /// The error of a call whose first attempt a concurrency limit refused
+    /// ([`StopReason::LimitReached`], no attempt): made without an
+    /// allocation.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::call::LimitRefused;
+    /// use steadfast::{RetryError, StopReason};
+    /// let refused = LimitRefused { by: "payments", in_flight: 8, limit: 8, waited: Duration::ZERO };
+    /// let err = RetryError::<std::io::Error>::limited(refused).with_name("charge");
+    /// assert_eq!((err.reason(), err.attempts()), (StopReason::LimitReached, 0));
+    /// assert_eq!(err.limit_refused(), Some(refused));
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "charge failed after 0 attempts in 0ms (concurrency limit payments full: 8 in flight, limit 8)"
+    /// );
+    /// ```
+    #[must_use]
+    pub const fn limited(refused: LimitRefused) -> Self {
+        Self(Repr::Limited {
+            refused,
+            name: None,
+        })
+    }
+
     /// The details, boxed now if they were inline (a change that a refusal
     /// cannot hold inline).
     fn details_mut(&mut self) -> &mut Details<E> {
@@ -149,11 +184,26 @@ impl<E> RetryError<E> {
                 refused_for,
                 timed_out: false,
                 hedge: None,
+                limited: None,
+            }));
+        }
+        if let Repr::Limited { refused, name } = self.0 {
+            self.0 = Repr::Full(Box::new(Details {
+                reason: StopReason::LimitReached,
+                last_error: None,
+                attempts: 0,
+                elapsed: Duration::ZERO,
+                name,
+                refused_by: None,
+                refused_for: None,
+                timed_out: false,
+                hedge: None,
+                limited: Some(refused),
             }));
         }
         match &mut self.0 {
             Repr::Full(details) => details,
-            Repr::Refused { .. } => unreachable!("boxed above"),
+            Repr::Refused { .. } | Repr::Limited { .. } => unreachable!("boxed above"),
         }
     }
 
@@ -161,7 +211,7 @@ impl<E> RetryError<E> {
     #[must_use]
     pub fn with_name(mut self, name: &'static str) -> Self {
         match &mut self.0 {
-            Repr::Refused { name: n, .. } => *n = Some(name),
+            Repr::Refused { name: n, .. } | Repr::Limited { name: n, .. } => *n = Some(name),
             Repr::Full(d) => d.name = Some(name),
         }
         self
@@ -178,7 +228,7 @@ impl<E> RetryError<E> {
     /// ```
     #[must_use]
     pub fn with_reason(mut self, reason: StopReason) -> Self {
-        if !(reason == StopReason::Throttled && matches!(self.0, Repr::Refused { .. })) {
+        if reason != self.reason() || matches!(self.0, Repr::Full(_)) {
             self.details_mut().reason = reason;
         }
         self
@@ -209,9 +259,34 @@ impl<E> RetryError<E> {
     pub fn with_refused_by(mut self, by: Option<&'static str>) -> Self {
         match (&mut self.0, by) {
             (Repr::Refused { by: b, .. }, Some(by)) => *b = by,
+            (Repr::Limited { .. }, None) => {}
             _ => self.details_mut().refused_by = by,
         }
         self
+    }
+
+    /// Records the concurrency limit's refusal that stopped the call (for
+    /// [`StopReason::LimitReached`]).
+    #[must_use]
+    pub fn with_limit_refused(mut self, refused: Option<LimitRefused>) -> Self {
+        match (&mut self.0, refused) {
+            (Repr::Limited { refused: r, .. }, Some(refused)) => *r = refused,
+            (Repr::Refused { .. } | Repr::Limited { .. }, None) => {}
+            _ => self.details_mut().limited = refused,
+        }
+        self
+    }
+
+    /// For [`StopReason::LimitReached`]: which concurrency limit refused the
+    /// attempt, how many were in flight, its limit, and how long the
+    /// attempt waited in its queue.
+    #[must_use]
+    pub fn limit_refused(&self) -> Option<LimitRefused> {
+        match &self.0 {
+            Repr::Limited { refused, .. } => Some(*refused),
+            Repr::Refused { .. } => None,
+            Repr::Full(d) => d.limited,
+        }
     }
 
     /// Records how long the refusing control said it would go on refusing
@@ -220,7 +295,8 @@ impl<E> RetryError<E> {
     pub fn with_refused_for(mut self, refused_for: Option<Duration>) -> Self {
         match &mut self.0 {
             Repr::Refused { refused_for: r, .. } => *r = refused_for,
-            Repr::Full(d) => d.refused_for = refused_for,
+            Repr::Limited { .. } if refused_for.is_none() => {}
+            _ => self.details_mut().refused_for = refused_for,
         }
         self
     }
@@ -239,6 +315,7 @@ impl<E> RetryError<E> {
     pub fn reason(&self) -> StopReason {
         match &self.0 {
             Repr::Refused { .. } => StopReason::Throttled,
+            Repr::Limited { .. } => StopReason::LimitReached,
             Repr::Full(d) => d.reason,
         }
     }
@@ -247,7 +324,7 @@ impl<E> RetryError<E> {
     #[must_use]
     pub fn attempts(&self) -> u32 {
         match &self.0 {
-            Repr::Refused { .. } => 0,
+            Repr::Refused { .. } | Repr::Limited { .. } => 0,
             Repr::Full(d) => d.attempts,
         }
     }
@@ -257,7 +334,7 @@ impl<E> RetryError<E> {
     #[must_use]
     pub fn elapsed(&self) -> Duration {
         match &self.0 {
-            Repr::Refused { .. } => Duration::ZERO,
+            Repr::Refused { .. } | Repr::Limited { .. } => Duration::ZERO,
             Repr::Full(d) => d.elapsed,
         }
     }
@@ -266,7 +343,7 @@ impl<E> RetryError<E> {
     #[must_use]
     pub fn name(&self) -> Option<&'static str> {
         match &self.0 {
-            Repr::Refused { name, .. } => *name,
+            Repr::Refused { name, .. } | Repr::Limited { name, .. } => *name,
             Repr::Full(d) => d.name,
         }
     }
@@ -276,6 +353,7 @@ impl<E> RetryError<E> {
     pub fn refused_by(&self) -> Option<&'static str> {
         match &self.0 {
             Repr::Refused { by, .. } => Some(by),
+            Repr::Limited { .. } => None,
             Repr::Full(d) => d.refused_by,
         }
     }
@@ -300,6 +378,7 @@ impl<E> RetryError<E> {
     pub fn refused_for(&self) -> Option<Duration> {
         match &self.0 {
             Repr::Refused { refused_for, .. } => *refused_for,
+            Repr::Limited { .. } => None,
             Repr::Full(d) => d.refused_for,
         }
     }
@@ -308,7 +387,7 @@ impl<E> RetryError<E> {
     #[must_use]
     pub fn timed_out(&self) -> bool {
         match &self.0 {
-            Repr::Refused { .. } => false,
+            Repr::Refused { .. } | Repr::Limited { .. } => false,
             Repr::Full(d) => d.timed_out,
         }
     }
@@ -325,7 +404,7 @@ impl<E> RetryError<E> {
     #[must_use]
     pub fn hedge_stats(&self) -> Option<&HedgeStats> {
         match &self.0 {
-            Repr::Refused { .. } => None,
+            Repr::Refused { .. } | Repr::Limited { .. } => None,
             Repr::Full(d) => d.hedge.as_ref(),
         }
     }
@@ -334,7 +413,7 @@ impl<E> RetryError<E> {
     #[must_use]
     pub fn last_error(&self) -> Option<&E> {
         match &self.0 {
-            Repr::Refused { .. } => None,
+            Repr::Refused { .. } | Repr::Limited { .. } => None,
             Repr::Full(d) => d.last_error.as_ref(),
         }
     }
@@ -343,7 +422,7 @@ impl<E> RetryError<E> {
     #[must_use]
     pub fn into_last_error(self) -> Option<E> {
         match self.0 {
-            Repr::Refused { .. } => None,
+            Repr::Refused { .. } | Repr::Limited { .. } => None,
             Repr::Full(d) => d.last_error,
         }
     }
@@ -384,7 +463,13 @@ impl<E: fmt::Display> fmt::Display for RetryError<E> {
                 write!(f, "refused by {by}")?;
             }
             (StopReason::Throttled, Some(by)) => write!(f, "{again} refused by {by}")?,
-            (reason, _) => f.write_str(reason.as_str())?,
+            (reason, _) => match (reason, self.limit_refused()) {
+                (StopReason::LimitReached, Some(refused)) if attempts > 0 => {
+                    write!(f, "{again} refused: {refused}")?;
+                }
+                (StopReason::LimitReached, Some(refused)) => write!(f, "{refused}")?,
+                _ => f.write_str(reason.as_str())?,
+            },
         }
         if let (StopReason::Throttled, Some(d)) = (self.reason(), self.refused_for()) {
             write!(f, ", for {} more", Secs(d))?;
@@ -411,6 +496,7 @@ impl<E: fmt::Debug> fmt::Debug for RetryError<E> {
             .field("refused_for", &self.refused_for())
             .field("timed_out", &self.timed_out())
             .field("hedge", &self.hedge_stats())
+            .field("limit_refused", &self.limit_refused())
             .field("last_error", &self.last_error())
             .finish()
     }

@@ -25,6 +25,11 @@ pub enum StopReason {
     /// `TokioClock` outside a tokio runtime), so no wait or attempt timer
     /// could be made.
     NoTimer,
+    /// A [concurrency limit](crate::limit::ConcurrencyLimit) had no slot
+    /// for the next attempt (the first, a retry or a hedged copy), at once
+    /// or within its queue's wait: [`RetryError::limit_refused`](crate::RetryError::limit_refused)
+    /// says which limit and how full it was.
+    LimitReached,
 }
 
 impl StopReason {
@@ -42,6 +47,7 @@ impl StopReason {
             Self::Cancelled => "cancelled",
             Self::Throttled => "retry refused",
             Self::NotReplayable => "request not replayable",
+            Self::LimitReached => "concurrency limit reached",
             Self::NoTimer => {
                 "no timer: the clock cannot sleep outside its runtime (TokioClock needs a tokio runtime; elsewhere enable steadfast's `futures-timer` or `async-io` feature and pass `.clock(FuturesTimerClock)` or `.clock(AsyncIoClock)`)"
             }

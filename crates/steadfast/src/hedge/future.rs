@@ -8,11 +8,14 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use pin_project_lite::pin_project;
 
 use super::{Hedge, OnFinish};
-use crate::call::{Finish, HedgeStats, Lend, Operation, Plain, Report, RetryError, StopReason};
+use crate::call::{
+    Finish, HedgeStats, Lend, Operation, Plain, Report, RetryError, StopReason, Verdict,
+};
 use crate::cancel::{CancelToken, Cancelled};
 use crate::classify::Classify;
 use crate::clock::AsyncClock;
 use crate::deadline::{Deadline, WithDeadline};
+use crate::limit::{Permit, Signal};
 use crate::policy::{HedgeAction, HedgeDecision, HedgePolicy, HedgeState};
 
 pin_project! {
@@ -42,6 +45,8 @@ pin_project! {
         last: Option<Result<T, E>>,
         #[pin]
         first: Option<WithDeadline<Fut>>,
+        // The first copy's concurrency-limit slot.
+        first_permit: Option<Permit>,
         hedges: Option<FuturesUnordered<Tagged<WithDeadline<Fut>>>>,
         #[pin]
         timer: Option<C::Sleep>,
@@ -51,20 +56,24 @@ pin_project! {
 }
 
 pin_project! {
-    /// One hedged copy, tagged with its attempt number.
+    /// One hedged copy, tagged with its attempt number, with its
+    /// concurrency-limit slot.
     #[derive(Debug)]
     pub(crate) struct Tagged<Fut> {
         number: u32,
+        permit: Option<Permit>,
         #[pin]
         fut: Fut,
     }
 }
 
 impl<Fut: Future> Future for Tagged<Fut> {
-    type Output = (u32, Fut::Output);
+    type Output = (u32, Option<Permit>, Fut::Output);
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        this.fut.poll(cx).map(|out| (*this.number, out))
+        this.fut
+            .poll(cx)
+            .map(|out| (*this.number, this.permit.take(), out))
     }
 }
 
@@ -108,6 +117,7 @@ where
             state: None,
             last: None,
             first: None,
+            first_permit: None,
             hedges: None,
             timer: None,
             timer_at: None,
@@ -153,7 +163,7 @@ where
                 && let Poll::Ready(out) = fut.poll(cx)
             {
                 this.first.set(None);
-                outcome = Some((1, out));
+                outcome = Some((1, this.first_permit.take(), out));
             }
             if outcome.is_none()
                 && let Some(hedges) = this.hedges.as_mut()
@@ -161,8 +171,12 @@ where
             {
                 outcome = Some(done);
             }
-            if let Some((number, out)) = outcome {
+            if let Some((number, permit, out)) = outcome {
                 let verdict = this.classify.classify(&out);
+                if let Some(permit) = permit {
+                    let overloaded = verdict != Verdict::Success && this.classify.overloaded(&out);
+                    permit.finish(Signal::of(verdict, overloaded));
+                }
                 match this
                     .policy
                     .policy()
@@ -187,6 +201,20 @@ where
             let wake = loop {
                 match this.policy.policy().send_due_at(state, now) {
                     HedgeAction::Send(attempt) => {
+                        // Its slot first: a copy the limit has no room for
+                        // is taken back, never sent.
+                        let permit = match this.policy.policy().limits().concurrency_limit() {
+                            None => None,
+                            Some(limit) => match limit.try_acquire() {
+                                Ok(permit) => Some(permit),
+                                Err(refused) => {
+                                    this.policy
+                                        .policy()
+                                        .withdraw(state, attempt.number, refused);
+                                    continue;
+                                }
+                            },
+                        };
                         sent_any = true;
                         // Each copy runs with the call's deadline as its ambient one.
                         // It is made with that deadline ambient too, as the
@@ -198,11 +226,13 @@ where
                         let fut = WithDeadline::exactly(fut, attempt.deadline);
                         if attempt.number == 1 {
                             this.first.set(Some(fut));
+                            *this.first_permit = permit;
                         } else {
                             this.hedges
                                 .get_or_insert_with(FuturesUnordered::new)
                                 .push(Tagged {
                                     number: attempt.number,
+                                    permit,
                                     fut,
                                 });
                         }
@@ -277,6 +307,7 @@ where
             .as_ref()
             .map_or_else(HedgeStats::default, |s| s.stats(now));
         self.first.set(None);
+        *self.first_permit = None;
         *self.hedges = None;
         self.timer.set(None);
         *self.done = true;
@@ -312,7 +343,8 @@ where
                     "steadfast: hedged call failed"
                 );
                 let error = last.and_then(Result::err);
-                let err = RetryError::hedged(reason, error, stats);
+                let limited = self.state.as_ref().and_then(HedgeState::limit_refused);
+                let err = RetryError::hedged(reason, error, stats).with_limit_refused(limited);
                 let err = match self.name {
                     Some(name) => err.with_name(name),
                     None => err,

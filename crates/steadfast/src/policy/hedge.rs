@@ -6,10 +6,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{HedgeAction, HedgeDecision, HedgeDelay, HedgeState, Limits};
-use crate::call::{Attempt, AttemptSet, Lend, MAX_HEDGE_ATTEMPTS, StopReason, Verdict};
+use crate::call::{
+    Attempt, AttemptSet, Lend, LimitRefused, MAX_HEDGE_ATTEMPTS, StopReason, Verdict,
+};
 use crate::clock::{Clock, saturating_add};
 use crate::config_error::ConfigError;
-use crate::control::RetryControl;
+use crate::control::{Grant, RetryControl};
 use crate::deadline::Deadline;
 
 #[cfg(doc)]
@@ -281,6 +283,7 @@ impl HedgePolicy {
             next_due: Some(now),
             hold_until: None,
             refused_by: None,
+            limited: None,
             cut_by_deadline: false,
             stopped: false,
             winner: None,
@@ -431,6 +434,56 @@ impl HedgePolicy {
             (Some(a), Some(b)) => HedgeAction::WaitUntil(a.min(b)),
             (Some(t), None) | (None, Some(t)) => HedgeAction::WaitUntil(t),
             (None, None) => HedgeAction::WaitForOutcome,
+        }
+    }
+
+    /// Takes back copy `number`, which [`send_due`](Self::send_due) just
+    /// handed out, because the concurrency limit had no slot for it: it
+    /// was never sent. It no longer counts as sent or in flight, no further
+    /// copy is sent, the control gets its grant back, and the refusal is
+    /// kept for the call's error ([`HedgeState::limit_refused`]). With
+    /// nothing in flight, the next [`send_due`](Self::send_due) stops the
+    /// call as [`StopReason::LimitReached`]. A number that is not the last
+    /// copy handed out is ignored.
+    ///
+    /// The hedger takes a copy's slot without waiting in the limit's
+    /// queue: a hedge is worth sending now or not at all.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::call::LimitRefused;
+    /// use steadfast::clock::VirtualClock;
+    /// use steadfast::policy::HedgeAction;
+    /// use steadfast::{HedgePolicy, StopReason};
+    ///
+    /// let policy = HedgePolicy::builder(Duration::from_millis(10)).build()?;
+    /// let clock = VirtualClock::manual();
+    /// let mut call = policy.start(&clock, None);
+    /// let HedgeAction::Send(first) = policy.send_due(&mut call, &clock) else { unreachable!() };
+    /// let refused = LimitRefused { by: "db", in_flight: 4, limit: 4, waited: Duration::ZERO };
+    /// policy.withdraw(&mut call, first.number, refused);
+    /// assert_eq!((call.sent(), call.limit_refused()), (0, Some(refused)));
+    /// assert_eq!(policy.send_due(&mut call, &clock), HedgeAction::Stop(StopReason::LimitReached));
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
+    pub fn withdraw(&self, state: &mut HedgeState, number: u32, refused: LimitRefused) {
+        if number != state.sent || !state.in_flight.remove(number) {
+            return;
+        }
+        state.sent -= 1;
+        state.next_due = None;
+        state.limited = Some(refused);
+        tracing::debug!(
+            attempt = number,
+            by = refused.by,
+            "steadfast: hedge copy got no slot"
+        );
+        if let Some(control) = self.limits.control() {
+            control.refund(if number == 1 {
+                Grant::Admit
+            } else {
+                Grant::Retry
+            });
         }
     }
 
@@ -621,6 +674,15 @@ impl HedgePolicyBuilder {
     pub fn limits(mut self, f: impl FnOnce(Limits) -> Limits) -> Self {
         self.policy.limits = f(std::mem::take(&mut self.policy.limits));
         self
+    }
+
+    /// A concurrency limit: every copy takes one of its slots while in
+    /// flight (default none). A first copy the limit refuses stops the call
+    /// as [`StopReason::LimitReached`](crate::StopReason::LimitReached); a
+    /// later one is not sent.
+    #[must_use]
+    pub fn concurrency_limit(self, limit: crate::limit::ConcurrencyLimit) -> Self {
+        self.limits(|l| l.with_concurrency_limit(limit))
     }
 
     /// Checks the settings and builds the policy.

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::call::{Attempt, AttemptSet, HedgeStats, StopReason};
+use crate::call::{Attempt, AttemptSet, HedgeStats, LimitRefused, StopReason};
 use crate::deadline::Deadline;
 
 #[cfg(doc)]
@@ -51,6 +51,8 @@ pub struct HedgeState {
     pub(super) next_due: Option<Instant>,
     pub(super) hold_until: Option<Instant>,
     pub(super) refused_by: Option<&'static str>,
+    /// The concurrency limit's refusal of a copy, if it refused one.
+    pub(super) limited: Option<LimitRefused>,
     pub(super) cut_by_deadline: bool,
     pub(super) stopped: bool,
     pub(super) winner: Option<u32>,
@@ -106,6 +108,13 @@ impl HedgeState {
     #[must_use]
     pub fn next_copy_at(&self) -> Option<Instant> {
         self.next_due
+    }
+
+    /// The concurrency limit's refusal of a copy's slot, if it refused one
+    /// (see [`HedgePolicy::withdraw`]).
+    #[must_use]
+    pub fn limit_refused(&self) -> Option<LimitRefused> {
+        self.limited
     }
 
     /// The control that refused a copy, if one did (no copy is sent after
@@ -164,6 +173,8 @@ impl HedgeState {
     pub(super) fn exhausted_reason(&self) -> StopReason {
         if self.refused_by.is_some() {
             StopReason::Throttled
+        } else if self.limited.is_some() {
+            StopReason::LimitReached
         } else if self.stopped {
             // The classifier (or the caller) forbade more copies.
             StopReason::Permanent

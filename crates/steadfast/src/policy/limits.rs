@@ -16,6 +16,7 @@ use crate::config_error::ConfigError;
 use crate::control::{Outcome, RetryControl};
 use crate::deadline;
 use crate::deadline::Deadline;
+use crate::limit::ConcurrencyLimit;
 
 /// The longest any single wait may be unless configured otherwise: five
 /// minutes. Caps schedule delays and server hints alike, so a hostile
@@ -63,6 +64,7 @@ pub struct Limits {
     max_delay: Duration,
     max_elapsed: Option<Duration>,
     control: Option<Arc<dyn RetryControl>>,
+    concurrency: Option<ConcurrencyLimit>,
 }
 
 impl fmt::Debug for Limits {
@@ -71,6 +73,7 @@ impl fmt::Debug for Limits {
             .field("max_delay", &self.max_delay)
             .field("max_elapsed", &self.max_elapsed)
             .field("control", &self.control)
+            .field("concurrency", &self.concurrency)
             .finish()
     }
 }
@@ -82,6 +85,7 @@ impl Default for Limits {
             max_delay: DEFAULT_MAX_DELAY,
             max_elapsed: None,
             control: None,
+            concurrency: None,
         }
     }
 }
@@ -135,6 +139,20 @@ impl Limits {
     #[must_use]
     pub fn control(&self) -> Option<&Arc<dyn RetryControl>> {
         self.control.as_ref()
+    }
+
+    /// The concurrency limit every attempt takes a slot of, if any.
+    #[must_use]
+    pub fn concurrency_limit(&self) -> Option<&ConcurrencyLimit> {
+        self.concurrency.as_ref()
+    }
+
+    /// These limits with every attempt (first, retry, hedged copy) taking
+    /// a slot of `limit` while it is in flight.
+    #[must_use]
+    pub fn with_concurrency_limit(mut self, limit: ConcurrencyLimit) -> Self {
+        self.concurrency = Some(limit);
+        self
     }
 
     /// These limits with `max` as the longest single wait.

@@ -308,6 +308,15 @@ impl<S: Schedule> RetryPolicyBuilder<S> {
         self.limits(|l| l.with_control(control))
     }
 
+    /// A concurrency limit: every attempt, first or retry, takes one of its
+    /// slots while in flight, and gives it back on every path (default
+    /// none). A call the limit refuses stops as
+    /// [`StopReason::LimitReached`](crate::StopReason::LimitReached).
+    #[must_use]
+    pub fn concurrency_limit(self, limit: crate::limit::ConcurrencyLimit) -> Self {
+        self.limits(|l| l.with_concurrency_limit(limit))
+    }
+
     /// Changes the limits this policy shares with a hedge policy (the cap
     /// on a single wait, the overall limit, the control) with `f`: one
     /// function can bound both kinds of policy alike (see [`Limits`]).

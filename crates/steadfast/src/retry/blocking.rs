@@ -10,6 +10,7 @@ use crate::cancel::CancelToken;
 use crate::classify::Classify;
 use crate::clock::Clock;
 use crate::deadline::Deadline;
+use crate::limit::{Permit, Signal};
 use crate::policy::{CallState, Decision, RetryPolicy};
 
 /// The result with the ending `state` and `stop` describe.
@@ -53,7 +54,24 @@ where
         {
             // The lean path: no control to ask, no clock to read, no state
             // to make; the attempt's deadline is the ambient one, already in
-            // force. A success needs no more than this.
+            // force. A success needs no more than this (and, with a
+            // concurrency limit, its slot).
+            let permit = match policy.limits().concurrency_limit() {
+                None => None,
+                Some(limit) => match limit.try_acquire() {
+                    Ok(permit) => Some(permit),
+                    Err(_) if limit.max_queue_wait().is_some() => return self.call_on(None),
+                    Err(refused) => {
+                        let err = RetryError::limited(refused);
+                        let err = match self.options.name {
+                            Some(name) => err.with_name(name),
+                            None => err,
+                        };
+                        let (result, ending) = ended_early(Err(err));
+                        return O::finish(result, || ending);
+                    }
+                },
+            };
             let attempt = Attempt {
                 number: 1,
                 deadline: crate::deadline::current(),
@@ -62,6 +80,9 @@ where
             };
             let outcome = (self.op)(attempt);
             let verdict = self.classify.classify(&outcome);
+            if let Some(permit) = permit {
+                give_back(&self.classify, permit, verdict, &outcome);
+            }
             return match outcome {
                 Ok(value) if verdict == Verdict::Success => {
                     O::finish(Ok(value), || Ending::FIRST_SUCCESS)
@@ -115,6 +136,21 @@ where
             let (outcome, verdict) = match first.take() {
                 Some(made) => made,
                 None => {
+                    let permit = match take_slot(policy, &state, clock) {
+                        Ok(permit) => permit,
+                        Err(refused) => {
+                            policy.abandon(&mut state);
+                            let now = clock.now();
+                            let reason = if state.deadline().is_some_and(|d| d.is_expired(now)) {
+                                StopReason::Deadline
+                            } else {
+                                StopReason::LimitReached
+                            };
+                            let result = conclude(last, reason, &state, now, name, false)
+                                .map_err(|e| e.with_limit_refused(Some(refused)));
+                            return ended(result, &state, Some(reason));
+                        }
+                    };
                     let attempt = Attempt {
                         number: state.attempts().saturating_add(1),
                         deadline: attempt_deadline(
@@ -131,6 +167,9 @@ where
                         None => (self.op)(attempt),
                     };
                     let verdict = self.classify.classify(&outcome);
+                    if let Some(permit) = permit {
+                        give_back(&self.classify, permit, verdict, &outcome);
+                    }
                     (outcome, verdict)
                 }
             };
@@ -166,6 +205,40 @@ where
             }
         }
     }
+}
+
+/// The next attempt's slot of the policy's concurrency limit (`None`
+/// without a limit), waiting in its queue for up to its `max_wait` and the
+/// call's time left.
+fn take_slot<S, C: Clock>(
+    policy: &RetryPolicy<S>,
+    state: &CallState,
+    clock: &C,
+) -> Result<Option<Permit>, crate::call::LimitRefused> {
+    let Some(limit) = policy.limits().concurrency_limit() else {
+        return Ok(None);
+    };
+    let wait = match (limit.max_queue_wait(), state.deadline()) {
+        (None, _) => Duration::ZERO,
+        (Some(max), None) => max,
+        (Some(max), Some(deadline)) => max.min(deadline.remaining(clock.now())),
+    };
+    if wait.is_zero() {
+        limit.try_acquire().map(Some)
+    } else {
+        limit.acquire_blocking(wait).map(Some)
+    }
+}
+
+/// Gives an attempt's slot back with what its outcome says ([`Signal::of`]).
+fn give_back<K: Classify<T, E>, T, E>(
+    classify: &K,
+    permit: Permit,
+    verdict: Verdict,
+    outcome: &Result<T, E>,
+) {
+    let overloaded = verdict != Verdict::Success && classify.overloaded(outcome);
+    permit.finish(Signal::of(verdict, overloaded));
 }
 
 /// Sleeps `delay` on `clock`; `true` when cut short by cancellation.

@@ -10,6 +10,7 @@ use super::blocking::{attempt_deadline, refused};
 use super::stage::{Boxed, OutOfLine, Phase, Running, RunningProj, Slot};
 use super::{Notice, Notify, Retry, cancel_reason, conclude};
 use crate::backoff::Schedule;
+use crate::call::LimitRefused;
 use crate::call::{
     Attempt, AttemptSet, Ended, Ending, Finish, Lend, Operation, Plain, RetryError, StopReason,
     Verdict, ended_early,
@@ -18,6 +19,7 @@ use crate::cancel::{CancelToken, Cancelled};
 use crate::classify::Classify;
 use crate::clock::AsyncClock;
 use crate::deadline::{Deadline, WithDeadline};
+use crate::limit::{ConcurrencyLimit, Permit, Signal};
 use crate::policy::{Decision, RetryPolicy};
 
 pin_project! {
@@ -81,10 +83,12 @@ pin_project! {
     enum First<Fut> {
         /// Not polled yet.
         Unpolled,
-        /// A lean call's first attempt, before any per-call state exists.
+        /// A lean call's first attempt, before any per-call state exists,
+        /// with its concurrency limit's slot if the policy has a limit.
         Polling {
             #[pin]
             attempt: Fut,
+            permit: Option<Permit>,
         },
         /// Over: the call succeeded, stopped, or the running stage took over.
         Over,
@@ -238,7 +242,7 @@ where
         let mut first = this.first;
         loop {
             match first.as_mut().project() {
-                FirstProj::Polling { attempt } => {
+                FirstProj::Polling { attempt, permit } => {
                     // A cancel that races with the attempt's completion lets
                     // the completion win; otherwise it ends the call here.
                     let Poll::Ready(outcome) = attempt.poll(cx) else {
@@ -248,8 +252,11 @@ where
                         }
                         return Poll::Pending;
                     };
-                    first.set(First::Over);
                     let verdict = core.classify.classify(&outcome);
+                    if let Some(permit) = permit.take() {
+                        core.give_back(permit, verdict, &outcome);
+                    }
+                    first.set(First::Over);
                     return match outcome {
                         Ok(value) if verdict == Verdict::Success => {
                             Poll::Ready(O::finish(Ok(value), || Ending::FIRST_SUCCESS))
@@ -271,8 +278,26 @@ where
                             first.set(First::Over);
                             return Poll::Ready(finish::<O, T, E>(core.cancelled_lean(false)));
                         }
+                        let permit = match core.policy.policy().limits().concurrency_limit() {
+                            None => None,
+                            Some(limit) => match limit.try_acquire() {
+                                Ok(permit) => Some(permit),
+                                Err(refused) => {
+                                    first.set(First::Over);
+                                    if limit.max_queue_wait().is_some() {
+                                        // Full, with a queue: the running stage waits in it.
+                                        return core
+                                            .begin(this.running, cx)
+                                            .map(|(r, e)| O::finish(r, || e));
+                                    }
+                                    return Poll::Ready(finish::<O, T, E>(Err(
+                                        core.limited(refused)
+                                    )));
+                                }
+                            },
+                        };
                         let attempt = core.op.attempt(Attempt::new(1));
-                        first.set(First::Polling { attempt });
+                        first.set(First::Polling { attempt, permit });
                         continue;
                     }
                     first.set(First::Over);
@@ -321,6 +346,26 @@ where
         self.cancel
             .as_mut()
             .is_some_and(|c| Pin::new(c).poll(cx).is_ready())
+    }
+
+    /// Gives an attempt's slot back with what its outcome, judged
+    /// `verdict`, says of the dependency ([`Signal::of`]).
+    #[inline]
+    fn give_back(&self, permit: Permit, verdict: Verdict, outcome: &Result<T, E>) {
+        let overloaded = verdict != Verdict::Success && self.classify.overloaded(outcome);
+        permit.finish(Signal::of(verdict, overloaded));
+    }
+
+    /// The error of a lean call whose first attempt the concurrency limit
+    /// refused: inline, without an allocation.
+    #[cold]
+    #[inline(never)]
+    fn limited(&self, refused: LimitRefused) -> RetryError<E> {
+        let err = RetryError::limited(refused);
+        match self.name {
+            Some(name) => err.with_name(name),
+            None => err,
+        }
     }
 
     /// The error of a lean call cancelled before (`in_flight: false`) or
@@ -438,6 +483,9 @@ where
                     let (outcome, verdict) = match fut.poll(cx) {
                         Poll::Ready(outcome) => {
                             let verdict = self.classify.classify(&outcome);
+                            if let Some(permit) = run.permit.take() {
+                                self.give_back(permit, verdict, &outcome);
+                            }
                             run.attempt.set(None);
                             run.timer.set(None);
                             *run.timed_out = false;
@@ -449,6 +497,10 @@ where
                                     run.attempt.set(None);
                                     run.timer.set(None);
                                     *run.timed_out = true;
+                                    if let Some(permit) = run.permit.take() {
+                                        // Cut off by its timeout: a drop.
+                                        permit.finish(Signal::Dropped);
+                                    }
                                     let now = self.clock.now();
                                     if run.call.deadline().is_some_and(|d| d.is_expired(now)) {
                                         // The call's own deadline, not just the attempt's: stop.
@@ -484,6 +536,38 @@ where
                         // The retry was granted but cannot be waited for.
                         self.policy.policy().abandon(run.call);
                         return Poll::Ready(self.finish(run, StopReason::NoTimer));
+                    }
+                }
+                Phase::Queue => {
+                    let Some((acquire, since)) = run.acquire.as_mut() else {
+                        unreachable!("a wait for a slot in phase Queue");
+                    };
+                    let since = *since;
+                    let got = match Pin::new(acquire).poll(cx) {
+                        Poll::Ready(got) => got,
+                        Poll::Pending => {
+                            match run.timer.as_mut().as_pin_mut().map(|t| t.poll(cx)) {
+                                Some(Poll::Ready(())) => {
+                                    let waited = self.clock.now().saturating_duration_since(since);
+                                    match run.acquire.take() {
+                                        Some((acquire, _)) => acquire.give_up(waited),
+                                        None => unreachable!("taken above"),
+                                    }
+                                }
+                                _ => return self.pending(run, cx),
+                            }
+                        }
+                    };
+                    *run.acquire = None;
+                    run.timer.set(None);
+                    match got {
+                        Ok(permit) => {
+                            *run.permit = Some(permit);
+                            if let Err(done) = self.launch(run) {
+                                return Poll::Ready(done);
+                            }
+                        }
+                        Err(refused) => return Poll::Ready(self.refused_slot(run, refused)),
                     }
                 }
                 Phase::Sleep => {
@@ -540,10 +624,75 @@ where
         }
     }
 
+    /// Takes the next attempt's slot of the concurrency limit, if the
+    /// policy has one, and makes the attempt; or waits in the limit's queue
+    /// for the slot (phase `Queue`); or ends the call when there is none.
+    fn start_attempt(
+        &mut self,
+        run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
+    ) -> Result<(), Result<T, RetryError<E>>> {
+        if let Some(limit) = self.policy.policy().limits().concurrency_limit() {
+            match limit.try_acquire() {
+                Ok(permit) => *run.permit = Some(permit),
+                Err(refused) => {
+                    let limit = limit.clone();
+                    return self.queue(run, &limit, refused);
+                }
+            }
+        }
+        self.launch(run)
+    }
+
+    /// Every slot is taken: waits in the limit's queue, for at most its
+    /// `max_wait` and the call's time left, or ends the call now.
+    #[cold]
+    fn queue(
+        &mut self,
+        run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
+        limit: &ConcurrencyLimit,
+        refused: LimitRefused,
+    ) -> Result<(), Result<T, RetryError<E>>> {
+        let wait = limit.max_queue_wait().filter(|_| self.clock.can_sleep());
+        let Some(max_wait) = wait else {
+            return Err(self.refused_slot(run, refused));
+        };
+        let now = self.clock.now();
+        let wait = run
+            .call
+            .deadline()
+            .map_or(max_wait, |d| max_wait.min(d.remaining(now)));
+        if wait.is_zero() {
+            return Err(self.refused_slot(run, refused));
+        }
+        *run.acquire = Some((limit.acquire(), now));
+        run.timer.set(Some(self.clock.sleep(wait)));
+        *run.phase = Phase::Queue;
+        Ok(())
+    }
+
+    /// Ends a call whose next attempt got no slot: the grant it held goes
+    /// back to the control; the stop is the deadline's if the deadline has
+    /// passed meanwhile, the limit's otherwise.
+    fn refused_slot(
+        &mut self,
+        run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
+        refused: LimitRefused,
+    ) -> Result<T, RetryError<E>> {
+        self.policy.policy().abandon(run.call);
+        let now = self.clock.now();
+        let reason = if run.call.deadline().is_some_and(|d| d.is_expired(now)) {
+            StopReason::Deadline
+        } else {
+            StopReason::LimitReached
+        };
+        self.finish(run, reason)
+            .map_err(|e| e.with_limit_refused(Some(refused)))
+    }
+
     /// Makes the next attempt's future, with a timer for its deadline if it
     /// has one; the call's end instead when that timer cannot be made (the
     /// clock [cannot sleep](AsyncClock::can_sleep) here).
-    fn start_attempt(
+    fn launch(
         &mut self,
         run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
     ) -> Result<(), Result<T, RetryError<E>>> {
@@ -605,6 +754,8 @@ where
         run.attempt.set(None);
         run.timer.set(None);
         run.hook.set(None);
+        *run.acquire = None;
+        *run.permit = None;
         let reason = cancel_reason(run.call, now);
         *run.stop = Some(reason);
         conclude(run.last.take(), reason, run.call, now, self.name, false)

@@ -5,12 +5,13 @@
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pin_project_lite::pin_project;
 
 use crate::call::{StopReason, Verdict};
 use crate::deadline::WithDeadline;
+use crate::limit::{Acquire, Permit};
 use crate::policy::CallState;
 
 #[cfg(doc)]
@@ -73,11 +74,17 @@ pin_project! {
         pub(super) last: Option<Result<T, E>>,
         pub(super) timed_out: bool,
         pub(super) phase: Phase,
+        // The concurrency limit's slot of the attempt in flight.
+        pub(super) permit: Option<Permit>,
+        // The wait for a slot in the limit's queue (phase `Queue`), and when
+        // it began.
+        pub(super) acquire: Option<(Acquire, Instant)>,
         // The attempt in flight (phase `Attempt`).
         #[pin]
         pub(super) attempt: Option<WithDeadline<Fut>>,
-        // The attempt's deadline timer (phase `Attempt`) or the wait before
-        // the next attempt (phase `Sleep`): never both at once.
+        // The attempt's deadline timer (phase `Attempt`), the wait before
+        // the next attempt (phase `Sleep`) or the bound on a wait for a slot
+        // (phase `Queue`): one at a time.
         #[pin]
         pub(super) timer: Option<S>,
         // The notify hook's future (phase `Notify`).
@@ -94,6 +101,8 @@ impl<Fut, S, H, T, E> Running<Fut, S, H, T, E> {
             last: None,
             timed_out: false,
             phase: Phase::Attempt,
+            permit: None,
+            acquire: None,
             attempt: None,
             timer: None,
             hook: None,
@@ -111,4 +120,6 @@ pub(super) enum Phase {
     Attempt,
     Notify(Duration),
     Sleep,
+    /// Waiting in a concurrency limit's queue for the next attempt's slot.
+    Queue,
 }

@@ -1,0 +1,168 @@
+//! Unit and property tests of the concurrency limits, on virtual time.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::clock::VirtualClock;
+
+#[test]
+fn a_fixed_limit_refuses_past_its_slots_and_frees_them_on_every_path() {
+    let limit = ConcurrencyLimit::fixed(3).name("db").build().unwrap();
+    let a = limit.try_acquire().unwrap();
+    let b = limit.try_acquire().unwrap();
+    let c = limit.try_acquire().unwrap();
+    let refused = limit.try_acquire().unwrap_err();
+    assert_eq!((refused.by, refused.in_flight, refused.limit), ("db", 3, 3));
+    assert_eq!(limit.snapshot().refused, 1);
+    a.finish(Signal::Success);
+    drop(b);
+    // A panic while holding a slot gives it back too (the guard's drop).
+    let held = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _permit = c;
+        panic!("the caller's code panicked");
+    }));
+    assert!(held.is_err());
+    assert_eq!(limit.in_flight(), 0);
+}
+
+/// A dependency of `capacity` workers and a queue of half as many again:
+/// latency `base` up to its capacity, growing in proportion with the queue
+/// beyond it; what does not fit in the queue is shed (a drop).
+struct Dependency {
+    capacity: u32,
+    base: Duration,
+}
+
+impl Dependency {
+    fn latency(&self, in_flight: u32) -> Duration {
+        self.base
+            .mul_f64((f64::from(in_flight) / f64::from(self.capacity)).max(1.0))
+    }
+
+    fn sheds_beyond(&self) -> usize {
+        self.capacity as usize * 3 / 2
+    }
+}
+
+/// Drives `limit` for `windows` one-second windows of a client that keeps
+/// it full (offered load far above capacity): the limit after each.
+fn drive(
+    limit: &ConcurrencyLimit,
+    clock: &VirtualClock,
+    dep: &Dependency,
+    windows: u32,
+) -> Vec<u32> {
+    let mut path = Vec::new();
+    for _ in 0..windows {
+        let permits: Vec<_> = std::iter::from_fn(|| limit.try_acquire().ok()).collect();
+        let served = permits.len().min(dep.sheds_beyond());
+        let rtt = dep.latency(u32::try_from(served).unwrap());
+        clock.advance(rtt);
+        for (i, p) in permits.into_iter().enumerate() {
+            p.finish(if i < served {
+                Signal::Success
+            } else {
+                Signal::Dropped
+            });
+        }
+        clock.advance(Duration::from_secs(1).saturating_sub(rtt));
+        path.push(limit.limit());
+    }
+    path
+}
+
+/// Where `algorithm` settles (the least and most limit over the last
+/// third of 300 windows) against a dependency of capacity 40.
+fn settles(algorithm: impl Algorithm) -> (u32, u32, Vec<u32>) {
+    let clock = VirtualClock::manual();
+    let limit = ConcurrencyLimit::adaptive(algorithm)
+        .window(Duration::from_millis(900), 1)
+        .build_with_clock(clock.clone())
+        .unwrap();
+    let dep = Dependency {
+        capacity: 40,
+        base: Duration::from_millis(10),
+    };
+    let path = drive(&limit, &clock, &dep, 300);
+    let tail = &path[200..];
+    (
+        *tail.iter().min().unwrap(),
+        *tail.iter().max().unwrap(),
+        path,
+    )
+}
+
+#[test]
+fn every_algorithm_finds_capacity_from_below_and_from_above() {
+    for initial in [5, 150] {
+        let runs = [
+            (
+                "gradient2",
+                settles(
+                    Gradient2::builder()
+                        .initial_limit(initial)
+                        .min_limit(1)
+                        .max_limit(400)
+                        .build()
+                        .unwrap(),
+                ),
+            ),
+            (
+                "aimd",
+                settles(
+                    Aimd::builder()
+                        .initial_limit(initial)
+                        .min_limit(1)
+                        .max_limit(400)
+                        .build()
+                        .unwrap(),
+                ),
+            ),
+            (
+                "vegas",
+                settles(
+                    Vegas::builder()
+                        .initial_limit(initial)
+                        .max_limit(400)
+                        .seed(3)
+                        .build()
+                        .unwrap(),
+                ),
+            ),
+        ];
+        for (name, (lo, hi, path)) in runs {
+            // Capacity 40, shedding beyond 60: settled around the two, no
+            // lower than three quarters of the capacity and no higher than
+            // a quarter past the shedding point (Vegas' sawtooth on drops).
+            assert!(
+                lo >= 30 && hi <= 75,
+                "{name} from {initial}: settled in [{lo}, {hi}], path {path:?}"
+            );
+        }
+    }
+}
+
+proptest! {
+    /// Whatever the order of takes, finishes and drops, the slots held
+    /// are exactly the permits alive, never more than the limit.
+    #[test]
+    fn slots_held_are_the_permits_alive(slots in 1u32..8, ops in proptest::collection::vec(0u8..4, 0..200)) {
+        let limit = ConcurrencyLimit::fixed(slots).build().unwrap();
+        let mut held = Vec::new();
+        for op in ops {
+            match op {
+                0 | 1 => match limit.try_acquire() {
+                    Ok(p) => held.push(p),
+                    Err(r) => prop_assert_eq!(held.len(), slots as usize, "refused with {:?}", r),
+                },
+                2 => if let Some(p) = held.pop() { p.finish(Signal::Success) },
+                _ => drop(held.pop()),
+            }
+            prop_assert_eq!(limit.in_flight() as usize, held.len());
+            prop_assert!(limit.in_flight() <= slots);
+        }
+    }
+}
