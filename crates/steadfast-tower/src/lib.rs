@@ -20,6 +20,7 @@
 //! | [`SetDeadlineHeaderLayer`] | writes the time left into an outgoing HTTP request (`x-steadfast-timeout`, `grpc-timeout`, ...) |
 //! | [`ServerDeadlineLayer`] | reads it back on the server into the handler's ambient deadline; drops the handler when it passes |
 //! | [`ControlLayer`] | a shared `RetryControl` at the front door: client-side throttling refuses locally; outcomes are recorded |
+//! | [`ConcurrencyLimitLayer`] | a shared concurrency limit (fixed or adaptive, shared by every clone): refuses at once, or holds callers back in `poll_ready` |
 //!
 //! ## The tower contract
 //!
@@ -95,6 +96,7 @@ mod control;
 pub mod deadline;
 pub mod hedge;
 pub mod layer;
+mod limit;
 mod policy;
 mod prepare;
 pub mod replay;
@@ -105,6 +107,7 @@ pub use control::{Control, ControlError, ControlFuture, ControlLayer};
 pub use deadline::{DeadlineLayer, ServerDeadlineLayer, SetDeadlineHeaderLayer};
 pub use hedge::{HedgeLayer, HedgeService};
 pub use layer::{PolicyLayer, PolicyService};
+pub use limit::{ConcurrencyLimitLayer, ConcurrencyLimitService, LimitError, LimitFuture};
 pub use retry::{RetryLayer, RetryService};
 pub use timer::{PreciseClock, PreciseSleep};
 

@@ -7,6 +7,7 @@ use pin_project_lite::pin_project;
 use steadfast::backoff::Schedule;
 use steadfast::call::{Finish, Lend, Plain};
 use steadfast::clock::AsyncClock;
+use steadfast::limit::{Permit, Signal};
 use steadfast::retry::{Retry, RetryFuture, Retryable};
 use steadfast::{Attempt, Classify, RetryPolicy, Verdict};
 use tower_service::Service;
@@ -154,6 +155,8 @@ pin_project! {
         Lean {
             #[pin]
             attempt: S::Future,
+            // The attempt's slot of the policy's concurrency limit, if any.
+            permit: Option<Permit>,
             rest: Option<(Setup<S, Req, P, K, R, C, O>, R::Source)>,
         },
         /// The core's retry future, from the start or after the first
@@ -180,6 +183,22 @@ where
             Preparing::Done(Prepared::Replayable(source))
                 if layer.policy.is_lean() && steadfast::deadline::current().is_none() =>
             {
+                // A slot first, if the policy has a concurrency limit; a full
+                // limit sends the call to the core, which queues or refuses
+                // (and counts the refusal once).
+                let limit = layer.policy.shared().policy().limits().concurrency_limit();
+                let permit = match limit.map(steadfast::limit::ConcurrencyLimit::try_take) {
+                    None => None,
+                    Some(Some(permit)) => Some(permit),
+                    Some(None) => {
+                        let preparing = Preparing::Done(Prepared::Replayable(source));
+                        return Self {
+                            path: Path::Core {
+                                stages: Self::staged(service, layer, preparing),
+                            },
+                        };
+                    }
+                };
                 // The readied service makes the first attempt; the future
                 // keeps it for the retries, which ready it again.
                 let mut service = service;
@@ -187,6 +206,7 @@ where
                 let policy = layer.policy.shared().clone();
                 Path::Lean {
                     attempt,
+                    permit,
                     rest: Some((Setup::new(service, layer, policy), source)),
                 }
             }
@@ -246,12 +266,21 @@ where
         let mut path = self.project().path;
         loop {
             match path.as_mut().project() {
-                PathProj::Lean { attempt, rest } => {
+                PathProj::Lean {
+                    attempt,
+                    permit,
+                    rest,
+                } => {
                     let Some((setup, _)) = rest.as_ref() else {
                         panic!("a layer's response future was polled after it completed");
                     };
                     let outcome = std::task::ready!(attempt.poll(cx));
                     let verdict = setup.classify.classify(&outcome);
+                    if let Some(permit) = permit.take() {
+                        let overloaded =
+                            verdict != Verdict::Success && setup.classify.overloaded(&outcome);
+                        permit.finish(Signal::of(verdict, overloaded));
+                    }
                     let outcome = match outcome {
                         Ok(value) if verdict == Verdict::Success => {
                             // Over: dropped in place (not moved out).

@@ -42,9 +42,13 @@ enum Repr<E> {
     },
     /// Refused before any attempt by a concurrency limit
     /// ([`StopReason::LimitReached`]): likewise without a box.
+    /// Its refusal never waited in a queue (a lean call's refusal);
+    /// one that did is [`Repr::Full`].
     Limited {
-        refused: LimitRefused,
+        by: &'static str,
         name: Option<&'static str>,
+        in_flight: u32,
+        limit: u32,
     },
     /// Everything else.
     Full(Box<Details<E>>),
@@ -158,11 +162,20 @@ impl<E> RetryError<E> {
     /// );
     /// ```
     #[must_use]
-    pub const fn limited(refused: LimitRefused) -> Self {
-        Self(Repr::Limited {
-            refused,
+    pub fn limited(refused: LimitRefused) -> Self {
+        let inline = Self(Repr::Limited {
+            by: refused.by,
             name: None,
-        })
+            in_flight: refused.in_flight,
+            limit: refused.limit,
+        });
+        if refused.waited.is_zero() {
+            inline
+        } else {
+            // A wait to report: boxed (a refusal after a wait in a queue
+            // comes from a call that has its per-call state already).
+            inline.with_limit_refused(Some(refused))
+        }
     }
 
     /// The details, boxed now if they were inline (a change that a refusal
@@ -187,7 +200,19 @@ impl<E> RetryError<E> {
                 limited: None,
             }));
         }
-        if let Repr::Limited { refused, name } = self.0 {
+        if let Repr::Limited {
+            by,
+            name,
+            in_flight,
+            limit,
+        } = self.0
+        {
+            let refused = LimitRefused {
+                by,
+                in_flight,
+                limit,
+                waited: Duration::ZERO,
+            };
             self.0 = Repr::Full(Box::new(Details {
                 reason: StopReason::LimitReached,
                 last_error: None,
@@ -270,7 +295,17 @@ impl<E> RetryError<E> {
     #[must_use]
     pub fn with_limit_refused(mut self, refused: Option<LimitRefused>) -> Self {
         match (&mut self.0, refused) {
-            (Repr::Limited { refused: r, .. }, Some(refused)) => *r = refused,
+            (
+                Repr::Limited {
+                    by,
+                    in_flight,
+                    limit,
+                    ..
+                },
+                Some(refused),
+            ) if refused.waited.is_zero() => {
+                (*by, *in_flight, *limit) = (refused.by, refused.in_flight, refused.limit);
+            }
             (Repr::Refused { .. } | Repr::Limited { .. }, None) => {}
             _ => self.details_mut().limited = refused,
         }
@@ -283,7 +318,17 @@ impl<E> RetryError<E> {
     #[must_use]
     pub fn limit_refused(&self) -> Option<LimitRefused> {
         match &self.0 {
-            Repr::Limited { refused, .. } => Some(*refused),
+            Repr::Limited {
+                by,
+                in_flight,
+                limit,
+                ..
+            } => Some(LimitRefused {
+                by,
+                in_flight: *in_flight,
+                limit: *limit,
+                waited: Duration::ZERO,
+            }),
             Repr::Refused { .. } => None,
             Repr::Full(d) => d.limited,
         }

@@ -33,7 +33,7 @@ use crate::call::LimitRefused;
 /// let first = limit.acquire().await?;
 /// let waiting = tokio::spawn({
 ///     let limit = limit.clone();
-///     async move { limit.acquire().await.map(|p| p.in_flight()) }
+///     async move { limit.acquire().await.map(|p| p.limit().in_flight()) }
 /// });
 /// tokio::task::yield_now().await; // the second waits in the queue
 /// assert_eq!(limit.snapshot().queued, 1);
@@ -88,12 +88,11 @@ impl Future for Acquire {
             }
             return Poll::Pending;
         }
-        let refused = match self.limit.try_acquire() {
-            Ok(permit) => return Poll::Ready(Ok(permit)),
-            Err(refused) => refused,
-        };
+        if let Some(permit) = self.limit.try_take() {
+            return Poll::Ready(Ok(permit));
+        }
         let Some(waiter) = self.limit.join_queue() else {
-            return Poll::Ready(Err(refused));
+            return Poll::Ready(Err(self.limit.refusal(Duration::ZERO)));
         };
         waiter.register(cx.waker());
         // A slot freed between the refusal and the join is served now.

@@ -185,15 +185,29 @@ impl ConcurrencyLimit {
     /// [`LimitRefused`] when every slot is taken.
     #[inline]
     pub fn try_acquire(&self) -> Result<Permit, LimitRefused> {
-        match self.take_slot() {
-            Ok(in_flight) => {
-                if self.0.refusing.get() {
-                    self.note_recovery(in_flight);
-                }
-                Ok(self.permit(in_flight))
-            }
-            Err(()) => Err(self.refusal(Duration::ZERO)),
+        self.try_take().ok_or_else(|| self.refusal(Duration::ZERO))
+    }
+
+    /// A slot now, if one is free; `None` is not counted as a refusal (nor
+    /// reported): for an executor that will wait in the queue next, or hand
+    /// the call to one that takes the slot itself.
+    ///
+    /// ```
+    /// use steadfast::limit::ConcurrencyLimit;
+    /// let limit = ConcurrencyLimit::fixed(1).build()?;
+    /// let held = limit.try_take().expect("one slot is free");
+    /// assert!(limit.try_take().is_none());
+    /// assert_eq!(limit.snapshot().refused, 0);
+    /// drop(held);
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn try_take(&self) -> Option<Permit> {
+        let in_flight = self.take_slot().ok()?;
+        if self.0.refusing.get() {
+            self.note_recovery(in_flight);
         }
+        Some(self.permit(in_flight))
     }
 
     /// A slot, waiting in the queue for one if every slot is taken and the
@@ -211,12 +225,11 @@ impl ConcurrencyLimit {
     /// [`LimitRefused`] when no slot came in time, or at once without a
     /// queue or with a full one.
     pub fn acquire_blocking(&self, max_wait: Duration) -> Result<Permit, LimitRefused> {
-        let refused = match self.try_acquire() {
-            Ok(permit) => return Ok(permit),
-            Err(refused) => refused,
-        };
+        if let Some(permit) = self.try_take() {
+            return Ok(permit);
+        }
         let (Some(queue), Some(waiter)) = (self.0.queue.as_ref(), self.join_queue()) else {
-            return Err(refused);
+            return Err(self.refusal(Duration::ZERO));
         };
         let max_wait = max_wait.min(queue.max_wait());
         let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
@@ -259,10 +272,18 @@ impl ConcurrencyLimit {
         }
     }
 
+    /// The permit of a slot just taken, with `in_flight` attempts holding
+    /// one: an adaptive limit notes how many, and when it started.
     #[inline]
     fn permit(&self, in_flight: u32) -> Permit {
-        let started = self.0.adaptive.as_ref().map_or(0, |a| a.time.nanos());
-        Permit::new(self.clone(), started, in_flight)
+        let started = match &self.0.adaptive {
+            None => 0,
+            Some(adaptive) => {
+                adaptive.sampler.note_in_flight(in_flight);
+                adaptive.time.nanos()
+            }
+        };
+        Permit::new(self.clone(), started)
     }
 
     /// The permit of a slot the queue handed over (already counted).
@@ -273,7 +294,7 @@ impl ConcurrencyLimit {
     /// The refusal for now, counted; `waited` in the queue first.
     #[cold]
     #[inline(never)]
-    pub(super) fn refusal(&self, waited: Duration) -> LimitRefused {
+    pub(crate) fn refusal(&self, waited: Duration) -> LimitRefused {
         self.0.refused.fetch_add(1, Ordering::Relaxed);
         let refused = LimitRefused {
             by: self.0.name,
@@ -335,11 +356,11 @@ impl ConcurrencyLimit {
     /// Gives a slot back: the sample first (an adaptive limit), then the
     /// slot, then the queue (only when someone waits).
     #[inline]
-    pub(super) fn release(&self, started: u64, in_flight: u32, signal: Signal) {
+    pub(super) fn release(&self, started: u64, signal: Signal) {
         if let Some(adaptive) = &self.0.adaptive
             && signal != Signal::Ignored
         {
-            self.sample(adaptive, started, in_flight, signal);
+            self.sample(adaptive, started, signal);
         }
         self.0.in_flight.0.fetch_sub(1, Ordering::SeqCst);
         if let Some(queue) = &self.0.queue
@@ -349,10 +370,10 @@ impl ConcurrencyLimit {
         }
     }
 
-    fn sample(&self, adaptive: &Adaptive, started: u64, in_flight: u32, signal: Signal) {
+    fn sample(&self, adaptive: &Adaptive, started: u64, signal: Signal) {
         let now = adaptive.time.nanos();
         let rtt = (signal == Signal::Success).then(|| now.saturating_sub(started));
-        if let Some(window) = adaptive.sampler.add(now, rtt, in_flight) {
+        if let Some(window) = adaptive.sampler.add(now, rtt) {
             self.close(adaptive, &window);
         }
     }

@@ -26,20 +26,20 @@ use super::signal::Signal;
 #[must_use = "a permit holds its slot until it is finished or dropped"]
 pub struct Permit {
     limit: ConcurrencyLimit,
-    /// When the attempt started, on the limit's clock (adaptive limits only).
+    /// When the attempt started, on the limit's clock (adaptive limits
+    /// only; 0 otherwise), or [`RELEASED`] once the slot is given back.
+    /// Two words in all, so an executor's future grows by no more.
     started: u64,
-    /// Attempts in flight when it started, itself included.
-    in_flight: u32,
-    released: bool,
 }
 
+/// `started` of a permit whose slot was given back.
+const RELEASED: u64 = u64::MAX;
+
 impl Permit {
-    pub(super) fn new(limit: ConcurrencyLimit, started: u64, in_flight: u32) -> Self {
+    pub(super) fn new(limit: ConcurrencyLimit, started: u64) -> Self {
         Self {
             limit,
-            started,
-            in_flight,
-            released: false,
+            started: started.min(RELEASED - 1),
         }
     }
 
@@ -47,15 +47,8 @@ impl Permit {
     /// takes a success's latency as a sample and shrinks on a drop.
     #[inline]
     pub fn finish(mut self, signal: Signal) {
-        self.released = true;
-        self.limit.release(self.started, self.in_flight, signal);
-    }
-
-    /// Attempts in flight under the limit when this one took its slot,
-    /// itself included.
-    #[must_use]
-    pub fn in_flight(&self) -> u32 {
-        self.in_flight
+        let started = std::mem::replace(&mut self.started, RELEASED);
+        self.limit.release(started, signal);
     }
 
     /// The limit this slot belongs to.
@@ -68,9 +61,8 @@ impl Permit {
 impl Drop for Permit {
     #[inline]
     fn drop(&mut self) {
-        if !self.released {
-            self.limit
-                .release(self.started, self.in_flight, Signal::Ignored);
+        if self.started != RELEASED {
+            self.limit.release(self.started, Signal::Ignored);
         }
     }
 }
@@ -79,7 +71,7 @@ impl fmt::Debug for Permit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Permit")
             .field("limit", &self.limit.name())
-            .field("in_flight", &self.in_flight)
+            .field("released", &(self.started == RELEASED))
             .finish_non_exhaustive()
     }
 }

@@ -52,10 +52,17 @@ impl Sampler {
         }
     }
 
-    /// Adds one finished attempt, which started with `in_flight` attempts
-    /// in flight (itself included) and took `rtt` nanoseconds (`None`: a
+    /// Notes that an attempt started with `in_flight` attempts in flight
+    /// (itself included): the window keeps the most.
+    #[inline]
+    pub(super) fn note_in_flight(&self, in_flight: u32) {
+        self.max_in_flight
+            .fetch_max(u64::from(in_flight), Ordering::Relaxed);
+    }
+
+    /// Adds one finished attempt, which took `rtt` nanoseconds (`None`: a
     /// drop). Returns the window when this attempt closed it.
-    pub(super) fn add(&self, now: u64, rtt: Option<u64>, in_flight: u32) -> Option<Window> {
+    pub(super) fn add(&self, now: u64, rtt: Option<u64>) -> Option<Window> {
         match rtt {
             None => {
                 self.drops.fetch_add(1, Ordering::Relaxed);
@@ -67,8 +74,6 @@ impl Sampler {
             }
             Some(_) => return None,
         }
-        self.max_in_flight
-            .fetch_max(u64::from(in_flight), Ordering::Relaxed);
         let samples = self.samples.fetch_add(1, Ordering::AcqRel) + 1;
         if samples < u64::from(self.rule.min_samples)
             || now.saturating_sub(self.opened.load(Ordering::Acquire)) < self.rule.min_time
@@ -119,9 +124,10 @@ mod tests {
     #[test]
     fn a_window_closes_once_long_and_full_enough() {
         let s = Sampler::new(RULE, 0);
-        assert_eq!(s.add(2_000, Some(100), 4), None); // long enough, 1 sample
-        assert_eq!(s.add(2_000, Some(300), 6), None);
-        let w = s.add(2_000, None, 5).expect("third sample closes it");
+        s.note_in_flight(6);
+        assert_eq!(s.add(2_000, Some(100)), None); // long enough, 1 sample
+        assert_eq!(s.add(2_000, Some(300)), None);
+        let w = s.add(2_000, None).expect("third sample closes it");
         assert_eq!((w.samples, w.drops, w.max_in_flight), (3, 1, 6));
         assert_eq!(
             (w.rtt, w.min_rtt),
@@ -132,20 +138,23 @@ mod tests {
         );
         // The next window opened at 2_000: full but not long enough.
         for _ in 0..5 {
-            assert_eq!(s.add(2_500, Some(100), 1), None);
+            assert_eq!(s.add(2_500, Some(100)), None);
         }
-        assert_eq!(s.add(3_000, Some(100), 1).map(|w| w.samples), Some(6));
+        assert_eq!(s.add(3_000, Some(100)).map(|w| w.samples), Some(6));
     }
 
     #[test]
     fn too_fast_successes_are_not_samples_but_drops_always_are() {
         let s = Sampler::new(RULE, 0);
         for _ in 0..10 {
-            assert_eq!(s.add(5_000, Some(9), 1), None);
+            assert_eq!(s.add(5_000, Some(9)), None);
         }
-        s.add(5_000, None, 1);
-        s.add(5_000, None, 1);
-        let w = s.add(5_000, None, 2).expect("three drops close it");
-        assert_eq!((w.samples, w.drops, w.rtt), (3, 3, None));
+        s.add(5_000, None);
+        s.add(5_000, None);
+        let w = s.add(5_000, None).expect("three drops close it");
+        assert_eq!(
+            (w.samples, w.drops, w.rtt, w.max_in_flight),
+            (3, 3, None, 0)
+        );
     }
 }

@@ -58,10 +58,11 @@ where
             // concurrency limit, its slot).
             let permit = match policy.limits().concurrency_limit() {
                 None => None,
-                Some(limit) => match limit.try_acquire() {
-                    Ok(permit) => Some(permit),
-                    Err(_) if limit.max_queue_wait().is_some() => return self.call_on(None),
-                    Err(refused) => {
+                Some(limit) => match limit.try_take() {
+                    Some(permit) => Some(permit),
+                    None if limit.max_queue_wait().is_some() => return self.call_on(None),
+                    None => {
+                        let refused = limit.refusal(Duration::ZERO);
                         let err = RetryError::limited(refused);
                         let err = match self.options.name {
                             Some(name) => err.with_name(name),
@@ -224,7 +225,10 @@ fn take_slot<S, C: Clock>(
         (Some(max), Some(deadline)) => max.min(deadline.remaining(clock.now())),
     };
     if wait.is_zero() {
-        limit.try_acquire().map(Some)
+        limit
+            .try_take()
+            .map(Some)
+            .ok_or_else(|| limit.refusal(Duration::ZERO))
     } else {
         limit.acquire_blocking(wait).map(Some)
     }

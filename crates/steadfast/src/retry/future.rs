@@ -3,6 +3,7 @@ use std::future::{Future, IntoFuture};
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use pin_project_lite::pin_project;
 
@@ -280,16 +281,18 @@ where
                         }
                         let permit = match core.policy.policy().limits().concurrency_limit() {
                             None => None,
-                            Some(limit) => match limit.try_acquire() {
-                                Ok(permit) => Some(permit),
-                                Err(refused) => {
+                            Some(limit) => match limit.try_take() {
+                                Some(permit) => Some(permit),
+                                None if limit.max_queue_wait().is_some() => {
+                                    // Full, with a queue: the running stage waits in it.
                                     first.set(First::Over);
-                                    if limit.max_queue_wait().is_some() {
-                                        // Full, with a queue: the running stage waits in it.
-                                        return core
-                                            .begin(this.running, cx)
-                                            .map(|(r, e)| O::finish(r, || e));
-                                    }
+                                    return core
+                                        .begin(this.running, cx)
+                                        .map(|(r, e)| O::finish(r, || e));
+                                }
+                                None => {
+                                    first.set(First::Over);
+                                    let refused = limit.refusal(Duration::ZERO);
                                     return Poll::Ready(finish::<O, T, E>(Err(
                                         core.limited(refused)
                                     )));
@@ -632,11 +635,11 @@ where
         run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
     ) -> Result<(), Result<T, RetryError<E>>> {
         if let Some(limit) = self.policy.policy().limits().concurrency_limit() {
-            match limit.try_acquire() {
-                Ok(permit) => *run.permit = Some(permit),
-                Err(refused) => {
+            match limit.try_take() {
+                Some(permit) => *run.permit = Some(permit),
+                None => {
                     let limit = limit.clone();
-                    return self.queue(run, &limit, refused);
+                    return self.queue(run, &limit);
                 }
             }
         }
@@ -650,11 +653,10 @@ where
         &mut self,
         run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
         limit: &ConcurrencyLimit,
-        refused: LimitRefused,
     ) -> Result<(), Result<T, RetryError<E>>> {
         let wait = limit.max_queue_wait().filter(|_| self.clock.can_sleep());
         let Some(max_wait) = wait else {
-            return Err(self.refused_slot(run, refused));
+            return Err(self.refused_slot(run, limit.refusal(Duration::ZERO)));
         };
         let now = self.clock.now();
         let wait = run
@@ -662,7 +664,7 @@ where
             .deadline()
             .map_or(max_wait, |d| max_wait.min(d.remaining(now)));
         if wait.is_zero() {
-            return Err(self.refused_slot(run, refused));
+            return Err(self.refused_slot(run, limit.refusal(Duration::ZERO)));
         }
         *run.acquire = Some((limit.acquire(), now));
         run.timer.set(Some(self.clock.sleep(wait)));

@@ -8,6 +8,7 @@ mod controls;
 mod copies;
 mod deadlines;
 mod engine;
+mod limits;
 mod stop_sending;
 
 use std::cell::RefCell;

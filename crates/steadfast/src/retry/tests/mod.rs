@@ -7,6 +7,8 @@ mod cancellation;
 mod controls;
 mod deadlines;
 mod lean;
+#[cfg(feature = "tokio")]
+mod limits;
 mod notify;
 mod reports;
 
