@@ -166,3 +166,90 @@ proptest! {
         }
     }
 }
+
+/// Any of the three algorithms, with bounds `[min, max]` and a start in
+/// them, seeded for Vegas.
+fn algorithm(kind: u8, min: u32, max: u32, initial: u32) -> Box<dyn Algorithm> {
+    match kind % 3 {
+        0 => Box::new(Gradient2::builder().min_limit(min).max_limit(max).initial_limit(initial).build().unwrap()),
+        1 => Box::new(Aimd::builder().min_limit(min).max_limit(max).initial_limit(initial).build().unwrap()),
+        _ => Box::new(Vegas::builder().min_limit(min).max_limit(max).initial_limit(initial).seed(9).build().unwrap()),
+    }
+}
+
+/// A window: `samples` attempts, at most `in_flight` at once, `drops` of
+/// them drops, the rest measured at `rtt_us` on average.
+fn window(samples: u32, in_flight: u32, drops: u32, rtt_us: u64) -> Window {
+    let w = Window::new(samples, in_flight).with_drops(drops.min(samples));
+    if drops < samples {
+        let rtt = Duration::from_micros(rtt_us);
+        w.with_rtt(rtt, rtt)
+    } else {
+        w
+    }
+}
+
+fn arb_window() -> impl Strategy<Value = Window> {
+    (1u32..500, 0u32..2000, 0u32..50, 1u64..10_000_000)
+        .prop_map(|(samples, in_flight, drops, rtt)| window(samples, in_flight, drops, rtt))
+}
+
+proptest! {
+    /// Whatever the windows, every algorithm stays in its bounds.
+    #[test]
+    fn every_algorithm_stays_in_its_bounds(
+        kind in 0u8..3,
+        (min, max, initial) in (1u32..100, 0u32..400, 0u32..400).prop_map(|(min, span, at)| (min, min + span, min + at % (span + 1))),
+        windows in proptest::collection::vec(arb_window(), 1..200),
+    ) {
+        let mut a = algorithm(kind, min, max, initial);
+        prop_assert_eq!(a.limit(), initial);
+        for w in &windows {
+            let limit = a.update(w);
+            prop_assert!((min..=max).contains(&limit), "{} at {} outside [{}, {}] after {:?}", a.name(), limit, min, max, w);
+            prop_assert_eq!(limit, a.limit());
+        }
+    }
+
+    /// A window with a drop never grows the limit, and shrinks it.
+    #[test]
+    fn a_drop_shrinks_every_algorithm(
+        kind in 0u8..3,
+        initial in 20u32..400,
+        warmup in proptest::collection::vec(arb_window(), 0..20),
+        drops in 1u32..10,
+    ) {
+        let mut a = algorithm(kind, 1, 1000, initial);
+        for w in &warmup {
+            a.update(w);
+        }
+        let before = a.limit();
+        // A busy window (every slot in use), with drops among its samples.
+        let after = a.update(&window(100, before, drops, 1_000));
+        // ×0.9 of a small limit may not cross a whole number (Gradient2
+        // keeps the fraction): from 10 up, every drop takes one at least.
+        prop_assert!(after <= before, "{}: {} -> {}", a.name(), before, after);
+        prop_assert!(after < before || before < 10, "{}: {} -> {}", a.name(), before, after);
+    }
+
+    /// A window in which fewer than half the slots were in use, without a
+    /// drop, never grows the limit.
+    #[test]
+    fn no_algorithm_grows_while_under_used(
+        kind in 0u8..3,
+        initial in 2u32..400,
+        warmup in proptest::collection::vec(arb_window(), 0..20),
+        use_percent in 0u32..50,
+        rtt in 1u64..10_000_000,
+    ) {
+        let mut a = algorithm(kind, 1, 1000, initial);
+        for w in &warmup {
+            a.update(w);
+        }
+        let before = a.limit();
+        let in_flight = before * use_percent / 100;
+        prop_assume!(in_flight * 2 < before);
+        let after = a.update(&window(100, in_flight, 0, rtt));
+        prop_assert!(after <= before, "{}: {} -> {} with {} in flight", a.name(), before, after, in_flight);
+    }
+}

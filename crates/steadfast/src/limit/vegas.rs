@@ -12,7 +12,8 @@ const NAME: &str = "vegas";
 /// dependency holds as `ceil(limit · (1 − rtt_noload / rtt))`. With
 /// `log = max(1, floor(log10(limit)))`, per window:
 ///
-/// - a drop signal: `limit − log`;
+/// - a drop signal: `limit − log` (also in a window that lowered or reset
+///   `rtt_noload`, where the published algorithm ignores the drop);
 /// - fewer than half the slots in use: no change;
 /// - queue ≤ `log`: `limit + 6·log` (no queueing: grow fast);
 /// - queue < `3·log`: `limit + log`;
@@ -113,14 +114,20 @@ impl Algorithm for Vegas {
             return self.limit();
         };
         self.probe_count += 1;
-        if self.should_probe() {
+        let learned = if self.should_probe() {
             self.reset_probe_jitter();
             self.probe_count = 0;
             self.rtt_noload = rtt;
-            return self.limit();
-        }
-        if self.rtt_noload == 0.0 || rtt < self.rtt_noload {
+            true
+        } else if self.rtt_noload == 0.0 || rtt < self.rtt_noload {
             self.rtt_noload = rtt;
+            true
+        } else {
+            false
+        };
+        // A window that (re)learned rtt_noload changes nothing else, as
+        // published, unless it saw a drop: a drop always shrinks.
+        if learned && !window.dropped() {
             return self.limit();
         }
         let limit = self.limit;
