@@ -17,6 +17,7 @@ use std::task::{Context, Poll, Waker};
 use steadfast::backoff::Backoff;
 use steadfast::clock::{SystemClock, TokioClock};
 use steadfast::control::TokenBucket;
+use steadfast::limit::{ConcurrencyLimit, Gradient2};
 use steadfast::retry::{BlockingRetryable, Notice, Retryable};
 use steadfast::{Attempt, CancelToken, RetryPolicy};
 
@@ -115,6 +116,55 @@ fn main() {
     });
     assert_eq!(n, 0, "async executor, reported: {n} allocations");
     checks += 1;
+
+    // A concurrency limit keeps the call lean: its slot is taken and given
+    // back without an allocation, fixed or adaptive, in either executor,
+    // and a refusal allocates nothing either.
+    let fixed = ConcurrencyLimit::fixed(8).build().expect("valid limit");
+    let adaptive = ConcurrencyLimit::adaptive(Gradient2::default())
+        .build()
+        .expect("valid limit");
+    for limit in [&fixed, &adaptive] {
+        let limited = RetryPolicy::builder()
+            .max_attempts(5)
+            .concurrency_limit(limit.clone())
+            .build()
+            .expect("valid policy");
+        let n = allocations_during(|| {
+            let r = (|a: Attempt| Ok::<_, &str>(a.number))
+                .retry_blocking(&limited)
+                .call();
+            assert_eq!(r, Ok(1));
+        });
+        assert_eq!(n, 0, "blocking executor, {limit:?}: {n} allocations");
+        checks += 1;
+        let n = allocations_during(|| {
+            let fut = (|a: Attempt| std::future::ready(Ok::<_, &str>(a.number)))
+                .retry(&limited)
+                .clock(TokioClock)
+                .into_future();
+            assert!(matches!(poll_once(fut), Poll::Ready(Ok(1))));
+        });
+        assert_eq!(n, 0, "async executor, {limit:?}: {n} allocations");
+        checks += 1;
+        assert_eq!(limit.in_flight(), 0);
+    }
+    let one = ConcurrencyLimit::fixed(1).build().expect("valid limit");
+    let held = one.try_acquire().expect("a free slot");
+    let full = RetryPolicy::builder()
+        .concurrency_limit(one.clone())
+        .build()
+        .expect("valid policy");
+    let n = allocations_during(|| {
+        let fut = (|a: Attempt| std::future::ready(Ok::<_, &str>(a.number)))
+            .retry(&full)
+            .clock(TokioClock)
+            .into_future();
+        assert!(matches!(poll_once(fut), Poll::Ready(Err(e)) if e.limit_refused().is_some()));
+    });
+    assert_eq!(n, 0, "async executor, refused by a full limit: {n} allocations");
+    checks += 1;
+    drop(held);
 
     // A policy with a retry control is not lean: the async executor makes
     // its running stage (one allocation) to ask the control and report the
