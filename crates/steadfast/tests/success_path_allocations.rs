@@ -162,7 +162,10 @@ fn main() {
             .into_future();
         assert!(matches!(poll_once(fut), Poll::Ready(Err(e)) if e.limit_refused().is_some()));
     });
-    assert_eq!(n, 0, "async executor, refused by a full limit: {n} allocations");
+    assert_eq!(
+        n, 0,
+        "async executor, refused by a full limit: {n} allocations"
+    );
     checks += 1;
     drop(held);
 

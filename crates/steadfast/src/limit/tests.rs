@@ -171,9 +171,31 @@ proptest! {
 /// them, seeded for Vegas.
 fn algorithm(kind: u8, min: u32, max: u32, initial: u32) -> Box<dyn Algorithm> {
     match kind % 3 {
-        0 => Box::new(Gradient2::builder().min_limit(min).max_limit(max).initial_limit(initial).build().unwrap()),
-        1 => Box::new(Aimd::builder().min_limit(min).max_limit(max).initial_limit(initial).build().unwrap()),
-        _ => Box::new(Vegas::builder().min_limit(min).max_limit(max).initial_limit(initial).seed(9).build().unwrap()),
+        0 => Box::new(
+            Gradient2::builder()
+                .min_limit(min)
+                .max_limit(max)
+                .initial_limit(initial)
+                .build()
+                .unwrap(),
+        ),
+        1 => Box::new(
+            Aimd::builder()
+                .min_limit(min)
+                .max_limit(max)
+                .initial_limit(initial)
+                .build()
+                .unwrap(),
+        ),
+        _ => Box::new(
+            Vegas::builder()
+                .min_limit(min)
+                .max_limit(max)
+                .initial_limit(initial)
+                .seed(9)
+                .build()
+                .unwrap(),
+        ),
     }
 }
 
