@@ -161,3 +161,14 @@ async fn the_retry_layer_takes_a_slot_per_attempt() {
     drop(held);
     assert_eq!(limit.in_flight(), 0);
 }
+
+/// The crate README shows `examples/limit_stack.rs` verbatim.
+#[test]
+fn the_readme_shows_the_limit_example() {
+    let readme = include_str!("../README.md");
+    let example = include_str!("../examples/limit_stack.rs");
+    assert!(
+        readme.contains(example),
+        "README.md no longer shows examples/limit_stack.rs"
+    );
+}

@@ -45,7 +45,11 @@ impl fmt::Display for LimitRefused {
             self.in_flight, self.limit
         )?;
         if !self.waited.is_zero() {
-            write!(f, ", after {:?} in its queue", self.waited)?;
+            write!(
+                f,
+                ", after {} in its queue",
+                super::error::Secs(self.waited)
+            )?;
         }
         Ok(())
     }

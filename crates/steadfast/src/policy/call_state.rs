@@ -111,6 +111,13 @@ impl CallState {
         }
     }
 
+    /// Notes `now` as the call's start if no clock was read for it yet (a
+    /// call that waits, in a concurrency limit's queue, before its first
+    /// attempt: its error then says how long the call took).
+    pub(crate) fn mark_started(&mut self, now: Instant) {
+        self.started.get_or_insert(now);
+    }
+
     /// Narrows the call's deadline (it can only move earlier).
     pub fn shrink_deadline(&mut self, deadline: Deadline) {
         self.deadline = Deadline::earliest(self.deadline, Some(deadline));

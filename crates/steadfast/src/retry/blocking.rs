@@ -137,7 +137,7 @@ where
             let (outcome, verdict) = match first.take() {
                 Some(made) => made,
                 None => {
-                    let permit = match take_slot(policy, &state, clock) {
+                    let permit = match take_slot(policy, &mut state, clock) {
                         Ok(permit) => permit,
                         Err(refused) => {
                             policy.abandon(&mut state);
@@ -213,7 +213,7 @@ where
 /// call's time left.
 fn take_slot<S, C: Clock>(
     policy: &RetryPolicy<S>,
-    state: &CallState,
+    state: &mut CallState,
     clock: &C,
 ) -> Result<Option<Permit>, crate::call::LimitRefused> {
     let Some(limit) = policy.limits().concurrency_limit() else {
@@ -230,6 +230,10 @@ fn take_slot<S, C: Clock>(
             .map(Some)
             .ok_or_else(|| limit.refusal(Duration::ZERO))
     } else {
+        if let Some(permit) = limit.try_take() {
+            return Ok(Some(permit));
+        }
+        state.mark_started(clock.now());
         limit.acquire_blocking(wait).map(Some)
     }
 }

@@ -666,6 +666,7 @@ where
         if wait.is_zero() {
             return Err(self.refused_slot(run, limit.refusal(Duration::ZERO)));
         }
+        run.call.mark_started(now);
         *run.acquire = Some((limit.acquire(), now));
         run.timer.set(Some(self.clock.sleep(wait)));
         *run.phase = Phase::Queue;
