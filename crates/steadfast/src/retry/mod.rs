@@ -159,7 +159,10 @@ pub(crate) struct CallOptions {
 
 /// Ends a call that will not go on: the last `Ok` value if the last attempt
 /// returned one (a response that was retried, like an HTTP 503), otherwise a
-/// [`RetryError`] with the last error.
+/// [`RetryError`] with the last error. When the last attempt was cut off by
+/// its timeout (`timed_out`), `last` is an earlier attempt's outcome: the
+/// error then says the attempt timed out and carries no error, so that it
+/// describes the last attempt, not one before it.
 pub(crate) fn conclude<T, E>(
     last: Option<Result<T, E>>,
     reason: StopReason,
@@ -168,10 +171,11 @@ pub(crate) fn conclude<T, E>(
     name: Option<&'static str>,
     timed_out: bool,
 ) -> Result<T, RetryError<E>> {
-    let (last_error, timed_out) = match last {
-        Some(Ok(value)) if !timed_out => return Ok(value),
-        Some(Ok(_)) | None => (None, timed_out),
-        Some(Err(e)) => (Some(e), timed_out),
+    let last_error = match last {
+        _ if timed_out => None,
+        Some(Ok(value)) => return Ok(value),
+        None => None,
+        Some(Err(e)) => Some(e),
     };
     tracing::debug!(
         attempts = state.attempts(),

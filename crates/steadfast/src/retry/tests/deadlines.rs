@@ -261,3 +261,34 @@ async fn an_attempt_is_made_with_its_deadline_ambient() {
         assert_eq!(own.map(crate::deadline::Deadline::instant), Some(expect));
     }
 }
+
+/// The error describes the last attempt: one that failed, then one cut
+/// off by the deadline, gives an error that says the attempt timed out, not
+/// the first attempt's error (#28 item 3).
+#[cfg(feature = "tokio")]
+#[tokio::test(start_paused = true)]
+async fn an_error_after_a_timed_out_last_attempt_does_not_name_an_earlier_one() {
+    let policy = RetryPolicy::with_schedule(Fixed(vec![secs(1); 5]))
+        .max_attempts(3)
+        .max_elapsed(secs(5))
+        .build()
+        .unwrap();
+    let err = (|a: Attempt| async move {
+        if a.number == 1 {
+            Err("503 service unavailable")
+        } else {
+            std::future::pending().await
+        }
+    })
+    .retry(&policy)
+    .name("fetch")
+    .await
+    .unwrap_err();
+    assert_eq!((err.reason(), err.attempts()), (StopReason::Deadline, 2));
+    assert!(err.timed_out());
+    assert_eq!(err.last_error(), None::<&&str>);
+    assert_eq!(
+        err.to_string(),
+        "fetch failed after 2 attempts in 5.0s (deadline exceeded): attempt timed out"
+    );
+}
