@@ -57,6 +57,10 @@
 //! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
 //!     cargo test -p steadfast --release --lib control::
 //! ```
+//!
+//! `.ci/run` runs them (and the concurrency limits') with
+//! `LOOM_MAX_PREEMPTIONS=2`, which bounds each model to about a minute in
+//! all; without it they take about six.
 
 mod adaptive_throttle;
 mod all_of;

@@ -8,6 +8,10 @@
 //! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
 //!     cargo test -p steadfast --release --lib control::
 //! ```
+//!
+//! `.ci/run` runs them (and the concurrency limits') with
+//! `LOOM_MAX_PREEMPTIONS=2`, which bounds each model to about a minute in
+//! all; without it they take about six.
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, Ordering};

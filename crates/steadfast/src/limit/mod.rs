@@ -80,6 +80,9 @@
 //! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
 //!     cargo test -p steadfast --release --lib limit::
 //! ```
+//!
+//! `.ci/run` runs them with the controls' models, bounded by
+//! `LOOM_MAX_PREEMPTIONS=2`.
 
 mod acquire;
 mod aimd;

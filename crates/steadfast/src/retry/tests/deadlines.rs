@@ -275,7 +275,7 @@ async fn an_error_after_a_timed_out_last_attempt_does_not_name_an_earlier_one() 
         .unwrap();
     let err = (|a: Attempt| async move {
         if a.number == 1 {
-            Err("503 service unavailable")
+            Err::<(), _>("503 service unavailable")
         } else {
             std::future::pending().await
         }
