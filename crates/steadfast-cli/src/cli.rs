@@ -59,6 +59,9 @@ retry controls on virtual time (a run of minutes takes seconds). Scenarios:
   breaker     a dependency down for a while, with and without a circuit
               breaker (takes the storm flags: --clients --rate --duration
               --capacity --latency --incident-start --outage --backoff)
+  overload    a server whose capacity drops and recovers: no concurrency
+              limit, static limits, AIMD, Vegas, Gradient2, with and
+              without retries (takes the metastable flags and --limit-*)
   all         every one of them (the default)
 
 Prints the summary tables and writes SVG and PNG charts and an index.html \
@@ -70,6 +73,7 @@ Examples:
   steadfast simulate
   steadfast simulate herd --clients 5000 --outage 30s --accept-rate 1000
   steadfast simulate metastable --rate 800 --trigger 5s --overload 0.5
+  steadfast simulate overload --rate 1500 --overload 0.5
   steadfast simulate storm --rate 500 --capacity 10 --overload 0.3 --out storm-report";
 
 const RUN_ABOUT: &str = "\
@@ -275,6 +279,8 @@ pub enum Scenario {
     Tail,
     /// A dependency down for a while, with and without a circuit breaker.
     Breaker,
+    /// A capacity drop, with and without concurrency limits.
+    Overload,
     /// Every scenario.
     All,
 }
@@ -317,7 +323,7 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "S")]
     pub seed: Option<u64>,
 
-    /// Clients (herd: reconnecting clients, default 1000; storm: client processes, default 100).
+    /// Clients (herd: reconnecting clients, default 1000; storm: client processes, default 100; overload: client processes, each with its own limit, default 1).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub clients: Option<u32>,
 
@@ -341,45 +347,57 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "DURATION", help_heading = "Herd", value_parser = positive_duration_value)]
     pub horizon: Option<Duration>,
 
-    /// storm, metastable and tail: calls per second, all clients together (default 2000 for storm, 700 for metastable, 1000 for tail).
+    /// storm, metastable, tail and overload: calls per second, all clients together (default 2000 for storm, 700 for metastable, 1000 for tail and overload).
     #[arg(long, value_name = "PER_SEC", help_heading = "Storm", value_parser = rate_value)]
     pub rate: Option<f64>,
 
-    /// storm and metastable: calls start during this time, then the run lets them finish (default 3m for storm, 2m for metastable).
+    /// storm, metastable and overload: calls start during this time, then the run lets them finish (default 3m for storm, 2m for metastable, 1m for overload).
     #[arg(long, value_name = "DURATION", help_heading = "Storm", value_parser = positive_duration_value)]
     pub duration: Option<Duration>,
 
-    /// storm and metastable: requests the server serves at once (default 30 for storm, 10 for metastable); storm's queue holds as many again, metastable's 200 per slot.
+    /// storm, metastable and overload: requests the server serves at once (default 30 for storm, 10 for metastable, 40 for overload); storm's queue holds as many again, metastable's 200 per slot, overload's 25 per slot.
     #[arg(long, value_name = "N", help_heading = "Storm", value_parser = clap::value_parser!(u32).range(1..))]
     pub capacity: Option<u32>,
 
-    /// storm, metastable and tail: the server's service time: const:D, exp:MEAN, lognormal:MEDIAN:SIGMA, or a mixture W*D + W*D (default exp:10ms for storm, 0.98*exp:1ms + 0.02*exp:200ms for tail).
+    /// storm, metastable, tail and overload: the server's service time: const:D, exp:MEAN, lognormal:MEDIAN:SIGMA, or a mixture W*D + W*D (default exp:10ms for storm, 0.98*exp:1ms + 0.02*exp:200ms for tail, exp:20ms for overload).
     #[arg(long, value_name = "DIST", help_heading = "Storm", value_parser = latency_value)]
     pub latency: Option<steadfast_sim::Latency>,
 
-    /// storm and metastable: when the incident (the trigger) starts (default 30s).
+    /// storm, metastable and overload: when the incident (the trigger, the capacity drop) starts (default 30s; 20s for overload).
     #[arg(long, value_name = "DURATION", help_heading = "Storm", value_parser = parse_duration_value)]
     pub incident_start: Option<Duration>,
 
-    /// storm: make the incident an overload that leaves this fraction of capacity, instead of an outage; metastable: the capacity left during the trigger (default 0.3).
+    /// storm: make the incident an overload that leaves this fraction of capacity, instead of an outage; metastable: the capacity left during the trigger (default 0.3); overload: during the drop (default 0.25, more than 0 and less than 1).
     #[arg(long, value_name = "FRACTION", help_heading = "Storm", value_parser = fraction_value)]
     pub overload: Option<f64>,
 
-    /// storm and metastable: the backoff every strategy retries with (PRESET[:KEY=VALUE,...], default exponential).
+    /// storm, metastable and overload: the backoff every strategy retries with (PRESET[:KEY=VALUE,...], default exponential).
     #[arg(long, value_name = "SPEC", help_heading = "Storm", value_parser = backoff_value)]
     pub backoff: Option<BackoffSpec>,
 
-    /// metastable: how long the trigger lasts (default 10s).
+    /// metastable: how long the trigger lasts (default 10s); overload: how long the capacity drop lasts (default 20s).
     #[arg(long, value_name = "DURATION", help_heading = "Metastable", value_parser = positive_duration_value)]
     pub trigger: Option<Duration>,
 
-    /// metastable: how long a caller waits for one attempt (default 1s); the deadline strategy's call deadline too.
+    /// metastable: how long a caller waits for one attempt (default 1s); the deadline strategy's call deadline too; overload: default 500ms.
     #[arg(long, value_name = "DURATION", help_heading = "Metastable", value_parser = positive_duration_value)]
     pub attempt_timeout: Option<Duration>,
 
     /// tail: calls made (default 100000).
     #[arg(long, value_name = "N", help_heading = "Tail", value_parser = clap::value_parser!(u32).range(1..))]
     pub calls: Option<u32>,
+
+    /// overload: the adaptive limits' sample window, at least this long (default 100ms; the core's own default is 1s).
+    #[arg(long, value_name = "DURATION", help_heading = "Overload", value_parser = positive_duration_value)]
+    pub limit_window: Option<Duration>,
+
+    /// overload: the least the adaptive limits may become (default 1).
+    #[arg(long, value_name = "N", help_heading = "Overload", value_parser = clap::value_parser!(u32).range(1..))]
+    pub limit_min: Option<u32>,
+
+    /// overload: the most the adaptive limits may become (default 200).
+    #[arg(long, value_name = "N", help_heading = "Overload", value_parser = clap::value_parser!(u32).range(1..))]
+    pub limit_max: Option<u32>,
 }
 
 /// The options of `steadfast schedule`.

@@ -10,6 +10,7 @@ use steadfast_sim::breaker::BreakerConfig;
 
 use steadfast_sim::herd::HerdConfig;
 use steadfast_sim::metastable::{MetastableConfig, MetastableStrategy};
+use steadfast_sim::overload::{Bounds, OverloadConfig, OverloadStrategy};
 use steadfast_sim::storm::{Incident, IncidentKind, StormConfig};
 use steadfast_sim::tail::TailConfig;
 use steadfast_sim::{SimConfig, SimError};
@@ -85,6 +86,9 @@ pub fn config(args: &SimulateArgs) -> Result<SimConfig, SimError> {
     }
     if matches!(scenario, Scenario::Breaker | Scenario::All) {
         config.breaker = Some(breaker(args)?);
+    }
+    if matches!(scenario, Scenario::Overload | Scenario::All) {
+        config.overload = Some(overload(args)?);
     }
     if matches!(scenario, Scenario::Tail | Scenario::All) {
         let mut tail = TailConfig::default();
@@ -189,6 +193,52 @@ fn metastable(args: &SimulateArgs) -> Result<MetastableConfig, SimError> {
     Ok(m)
 }
 
+/// The overload scenario's configuration from the flags: the metastable
+/// scenario's flags (the drop is its trigger), and the adaptive limits'
+/// window and bounds.
+fn overload(args: &SimulateArgs) -> Result<OverloadConfig, SimError> {
+    let mut o = OverloadConfig::default();
+    if let Some(n) = args.clients {
+        o.clients = n;
+    }
+    if let Some(rate) = args.rate {
+        o.call_rate = rate;
+    }
+    if let Some(d) = args.duration {
+        o.duration = d;
+    }
+    if let Some(n) = args.capacity {
+        // The queue keeps its depth per worker.
+        let per_slot = o.server.queue_limit / o.server.concurrency.max(1);
+        o.server.concurrency = n;
+        o.server.queue_limit = n.saturating_mul(per_slot);
+    }
+    if let Some(latency) = &args.latency {
+        o.server.latency = latency.clone();
+    }
+    if let Some(start) = args.incident_start {
+        o.drop.start = start;
+    }
+    if let Some(length) = args.trigger {
+        o.drop.length = length;
+    }
+    if let Some(capacity) = args.overload {
+        o.drop.kind = IncidentKind::Overload { capacity };
+    }
+    if let Some(timeout) = args.attempt_timeout {
+        o.attempt_timeout = timeout;
+    }
+    if let Some(spec) = &args.backoff {
+        o.backoff = crate::backoff::build(spec, None)?;
+    }
+    if let Some(window) = args.limit_window {
+        o.window = window;
+    }
+    let bounds = Bounds::new(args.limit_min.unwrap_or(1), args.limit_max.unwrap_or(200));
+    o.strategies = OverloadStrategy::standard(o.server.concurrency, bounds);
+    Ok(o)
+}
+
 /// The command-line flag behind a configuration field, where there is one.
 fn flag(scope: &str, field: &str) -> Option<&'static str> {
     Some(match (scope, field) {
@@ -205,7 +255,13 @@ fn flag(scope: &str, field: &str) -> Option<&'static str> {
             "--overload"
         }
         ("metastable config", "trigger") => "--incident-start and --trigger",
-        ("metastable config", "attempt_timeout") => "--attempt-timeout",
+        ("metastable config" | "overload config", "attempt_timeout") => "--attempt-timeout",
+        ("overload config", "drop") => "--incident-start and --trigger",
+        ("overload config", "drop.capacity") => "--overload",
+        ("overload config", "drop.length") => "--trigger",
+        ("overload config", "window") => "--limit-window",
+        ("overload config", "strategies.limit.min") => "--limit-min",
+        ("overload config", "strategies.limit.max") => "--limit-max",
         ("tail config", "calls") => "--calls",
         ("server config", "concurrency" | "queue_limit") => "--capacity",
         ("latency distribution", _) => "--latency",
@@ -385,6 +441,88 @@ mod tests {
             s.server.latency,
             steadfast_sim::Latency::Constant(Duration::from_millis(2))
         );
+    }
+
+    #[test]
+    fn overload_flags_reach_the_overload_scenario_only() {
+        let c = config(&args(&[
+            "overload",
+            "--clients",
+            "2",
+            "--rate",
+            "300",
+            "--duration",
+            "30s",
+            "--capacity",
+            "8",
+            "--incident-start",
+            "5s",
+            "--trigger",
+            "10s",
+            "--overload",
+            "0.5",
+            "--attempt-timeout",
+            "250ms",
+            "--limit-window",
+            "1s",
+            "--limit-min",
+            "2",
+            "--limit-max",
+            "50",
+        ]))
+        .unwrap();
+        assert!(c.herd.is_none() && c.storm.is_none() && c.breaker.is_none());
+        assert!(c.validate().is_ok());
+        let o = c.overload.unwrap();
+        assert_eq!((o.clients, o.server.concurrency), (2, 8));
+        assert_eq!(
+            o.server.queue_limit,
+            8 * 25,
+            "the queue keeps its depth per worker"
+        );
+        assert!((o.call_rate - 300.0).abs() < 1e-9);
+        assert_eq!(o.duration, Duration::from_secs(30));
+        assert_eq!(
+            (o.drop.start, o.drop.length),
+            (Duration::from_secs(5), Duration::from_secs(10))
+        );
+        assert_eq!(o.drop.kind, IncidentKind::Overload { capacity: 0.5 });
+        assert_eq!(o.attempt_timeout, Duration::from_millis(250));
+        assert_eq!(o.window, Duration::from_secs(1));
+        // The static limits follow the server's workers, the adaptive ones
+        // the bounds given.
+        let names: Vec<&str> = o.strategies.iter().map(|s| s.name.as_str()).collect();
+        assert!(
+            names.contains(&"static 8") && names.contains(&"static 4"),
+            "{names:?}"
+        );
+        let vegas = o.strategies.iter().find(|s| s.name == "Vegas").unwrap();
+        assert_eq!(
+            vegas.limit,
+            steadfast_sim::overload::OverloadLimit::Vegas(steadfast_sim::overload::Bounds {
+                initial: 20,
+                min: 2,
+                max: 50
+            })
+        );
+    }
+
+    #[test]
+    fn refused_overload_settings_name_their_flags() {
+        for (line, flag) in [
+            (
+                &["overload", "--limit-min", "30", "--limit-max", "10"][..],
+                "--limit-max",
+            ),
+            (&["overload", "--overload", "1"][..], "--overload"),
+            (
+                &["overload", "--duration", "30s"][..],
+                "--incident-start and --trigger",
+            ),
+        ] {
+            let err = config(&args(line)).and_then(|c| c.validate()).unwrap_err();
+            assert!(message(&err).contains(flag), "{line:?}: {}", message(&err));
+        }
     }
 
     #[test]

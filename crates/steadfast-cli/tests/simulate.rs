@@ -40,6 +40,7 @@ fn every_scenario_writes_a_report() {
     assert!(summary.contains("== storm"), "{summary}");
     assert!(summary.contains("== tail"), "{summary}");
     assert!(summary.contains("== metastable"), "{summary}");
+    assert!(summary.contains("== overload"), "{summary}");
     assert!(summary.contains("20 clients"), "{summary}");
     assert!(summary.contains("Seed 5"), "{summary}");
     let index = std::fs::read_to_string(out_dir.join("index.html")).unwrap();
@@ -51,6 +52,9 @@ fn every_scenario_writes_a_report() {
         "metastable_goodput",
         "metastable_attempts",
         "tail_latency",
+        "overload_limit",
+        "overload_goodput",
+        "overload_latency",
     ] {
         assert!(index.contains(&format!("{stem}.svg")), "{stem}");
         assert_svg(&out_dir.join(format!("{stem}.svg")));
@@ -285,7 +289,15 @@ fn herd_verdicts_stay_true_for_odd_flags() {
 fn help_lists_every_scenario() {
     let out = steadfast(&["simulate", "--help"]);
     let help = String::from_utf8_lossy(&out.stdout);
-    for name in ["herd", "storm", "metastable", "tail", "every one of them"] {
+    for name in [
+        "herd",
+        "storm",
+        "metastable",
+        "tail",
+        "breaker",
+        "overload",
+        "every one of them",
+    ] {
         assert!(help.contains(name), "{name}: {help}");
     }
     assert!(!help.contains("all    both"), "{help}");
@@ -312,6 +324,7 @@ fn the_help_examples_agree_with_their_sources() {
             "--overload",
             "0.5",
         ][..],
+        &["overload", "--rate", "1500", "--overload", "0.5"][..],
     ] {
         let (code, stdout, stderr) = simulate(args);
         assert_eq!(code, Some(0), "{args:?}: {stderr}");

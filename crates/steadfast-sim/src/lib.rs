@@ -17,7 +17,10 @@
 //! - [`tail`]: hedged requests against a heavy-tailed latency, per hedging
 //!   delay (the core's `HedgePolicy` and `AdaptiveDelay`);
 //! - [`breaker`]: a dependency down for a while, with and without a circuit
-//!   breaker (the core's `CircuitBreaker`, alone and with a retry budget).
+//!   breaker (the core's `CircuitBreaker`, alone and with a retry budget);
+//! - [`overload`]: a server whose capacity drops and recovers, under a fixed
+//!   arrival rate, with no concurrency limit, static limits and the core's
+//!   adaptive limits (`ConcurrencyLimit` with AIMD, Vegas, Gradient2).
 //!
 //! ```no_run
 //! let report = steadfast_sim::run_all(&steadfast_sim::SimConfig::default())?;
@@ -45,4 +48,6 @@ pub use agreement::Agreement;
 pub use dist::Latency;
 pub use error::SimError;
 pub use report::{Report, Scenario, SimConfig, run_all};
-pub use scenario::{ScenarioResult, StrategyResult, breaker, herd, metastable, storm, tail};
+pub use scenario::{
+    ScenarioResult, StrategyResult, breaker, herd, metastable, overload, storm, tail,
+};

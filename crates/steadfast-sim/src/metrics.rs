@@ -267,6 +267,104 @@ impl LatencyHistogram {
     pub fn mean(&self) -> Option<f64> {
         (!self.is_empty()).then(|| self.sum as f64 / self.len() as f64)
     }
+
+    /// Empties it, keeping its memory (for one histogram per bucket of time,
+    /// reused from bucket to bucket).
+    ///
+    /// ```
+    /// use steadfast_sim::metrics::LatencyHistogram;
+    /// let mut h = LatencyHistogram::new();
+    /// h.record(5);
+    /// h.clear();
+    /// assert!(h.is_empty());
+    /// assert_eq!(h.mean(), None);
+    /// ```
+    pub fn clear(&mut self) {
+        self.histogram.clear();
+        self.sum = 0;
+    }
+}
+
+/// Latency quantiles per bucket of time, streamed: latencies must be
+/// recorded in the order of their times (a simulation's completion times
+/// are), so one histogram serves every bucket in turn and memory holds only
+/// two numbers per bucket.
+///
+/// ```
+/// use steadfast_sim::metrics::BucketQuantiles;
+/// let mut q = BucketQuantiles::new(100);
+/// for (at, latency) in [(0, 10), (50, 30), (120, 7), (350, 9)] {
+///     q.record(at, latency);
+/// }
+/// q.finish(4);
+/// assert_eq!(q.p50(), &[Some(10), Some(7), None, Some(9)]);
+/// assert_eq!(q.p99(), &[Some(30), Some(7), None, Some(9)]);
+/// ```
+#[derive(Debug, Clone)]
+pub struct BucketQuantiles {
+    bucket: Nanos,
+    current: usize,
+    histogram: LatencyHistogram,
+    p50: Vec<Option<Nanos>>,
+    p99: Vec<Option<Nanos>>,
+}
+
+impl BucketQuantiles {
+    /// Quantiles per bucket `bucket` nanoseconds wide (at least 1).
+    #[must_use]
+    pub fn new(bucket: Nanos) -> Self {
+        Self {
+            bucket: bucket.max(1),
+            current: 0,
+            histogram: LatencyHistogram::new(),
+            p50: Vec::new(),
+            p99: Vec::new(),
+        }
+    }
+
+    /// Records `latency` at time `at` (never before a time recorded earlier;
+    /// one that is counts in the current bucket).
+    #[inline]
+    pub fn record(&mut self, at: Nanos, latency: Nanos) {
+        let i = usize::try_from(at / self.bucket).unwrap_or(usize::MAX);
+        while self.current < i {
+            self.close();
+        }
+        self.histogram.record(latency);
+    }
+
+    fn close(&mut self) {
+        self.p50.push(self.histogram.quantile(0.5));
+        self.p99.push(self.histogram.quantile(0.99));
+        self.histogram.clear();
+        self.current += 1;
+    }
+
+    /// Closes every bucket up to `len` buckets (the one in progress
+    /// included), so the series cover the whole run.
+    pub fn finish(&mut self, len: usize) {
+        while self.p50.len() < len {
+            self.close();
+        }
+    }
+
+    /// The width of a bucket in nanoseconds.
+    #[must_use]
+    pub fn bucket(&self) -> Nanos {
+        self.bucket
+    }
+
+    /// The median of each closed bucket (`None`: nothing recorded in it).
+    #[must_use]
+    pub fn p50(&self) -> &[Option<Nanos>] {
+        &self.p50
+    }
+
+    /// The 99th percentile of each closed bucket.
+    #[must_use]
+    pub fn p99(&self) -> &[Option<Nanos>] {
+        &self.p99
+    }
 }
 
 #[cfg(test)]

@@ -115,6 +115,7 @@ pub(super) fn section(r: &BreakerResult) -> Section {
                     log_y: false,
                     integer_y: true,
                     x_max: None,
+                    first_color: 0,
                 },
             ),
             (
@@ -132,6 +133,7 @@ pub(super) fn section(r: &BreakerResult) -> Section {
                     log_y: false,
                     integer_y: false,
                     x_max: None,
+                    first_color: 0,
                 },
             ),
         ],

@@ -7,6 +7,7 @@
 //! JSON with serde.
 
 mod breaker_section;
+mod overload_section;
 mod plot;
 mod table;
 
@@ -21,9 +22,10 @@ use crate::breaker::{BreakerConfig, BreakerResult};
 use crate::engine::{nanos, secs};
 use crate::herd::{HerdConfig, HerdResult};
 use crate::metastable::{MetastableConfig, MetastableResult};
+use crate::overload::{OverloadConfig, OverloadResult};
 use crate::storm::{IncidentKind, StormConfig, StormResult};
 use crate::tail::{TailConfig, TailResult};
-use crate::{Agreement, SimError, breaker, herd, metastable, storm, tail};
+use crate::{Agreement, SimError, breaker, herd, metastable, overload, storm, tail};
 
 /// A scenario, by name: what the CLI's `steadfast simulate <scenario>` selects.
 ///
@@ -48,16 +50,19 @@ pub enum Scenario {
     /// [`breaker`]: a dependency down for a while, with and without a
     /// circuit breaker.
     Breaker,
+    /// [`overload`]: a capacity drop, with and without concurrency limits.
+    Overload,
 }
 
 impl Scenario {
     /// Every scenario, in report order.
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 6] = [
         Self::Herd,
         Self::Storm,
         Self::Metastable,
         Self::Tail,
         Self::Breaker,
+        Self::Overload,
     ];
 
     /// The scenario's name.
@@ -73,6 +78,7 @@ impl Scenario {
             Self::Metastable => "metastable",
             Self::Tail => "tail",
             Self::Breaker => "breaker",
+            Self::Overload => "overload",
         }
     }
 }
@@ -94,7 +100,7 @@ impl std::str::FromStr for Scenario {
                 SimError::config(
                     "scenario",
                     "name",
-                    "must be one of herd, storm, metastable, tail, breaker",
+                    "must be one of herd, storm, metastable, tail, breaker, overload",
                     s,
                 )
             })
@@ -123,6 +129,8 @@ pub struct SimConfig {
     pub tail: Option<TailConfig>,
     /// The `breaker` scenario.
     pub breaker: Option<BreakerConfig>,
+    /// The `overload` scenario.
+    pub overload: Option<OverloadConfig>,
 }
 
 impl Default for SimConfig {
@@ -133,6 +141,7 @@ impl Default for SimConfig {
             metastable: Some(MetastableConfig::default()),
             tail: Some(TailConfig::default()),
             breaker: Some(BreakerConfig::default()),
+            overload: Some(OverloadConfig::default()),
         }
     }
 }
@@ -154,6 +163,7 @@ impl SimConfig {
             metastable: None,
             tail: None,
             breaker: None,
+            overload: None,
         }
     }
 
@@ -172,6 +182,7 @@ impl SimConfig {
                 Scenario::Metastable => config.metastable = Some(MetastableConfig::default()),
                 Scenario::Tail => config.tail = Some(TailConfig::default()),
                 Scenario::Breaker => config.breaker = Some(BreakerConfig::default()),
+                Scenario::Overload => config.overload = Some(OverloadConfig::default()),
             }
         }
         config
@@ -195,6 +206,9 @@ impl SimConfig {
         }
         if let Some(b) = &mut self.breaker {
             b.seed = seed;
+        }
+        if let Some(o) = &mut self.overload {
+            o.seed = seed;
         }
         self
     }
@@ -226,6 +240,9 @@ impl SimConfig {
         }
         if let Some(b) = &self.breaker {
             b.validate()?;
+        }
+        if let Some(o) = &self.overload {
+            o.validate()?;
         }
         Ok(())
     }
@@ -263,6 +280,7 @@ pub fn run_all(config: &SimConfig) -> Result<Report, SimError> {
             .transpose()?,
         tail: config.tail.as_ref().map(tail::run).transpose()?,
         breaker: config.breaker.as_ref().map(breaker::run).transpose()?,
+        overload: config.overload.as_ref().map(overload::run).transpose()?,
     })
 }
 
@@ -285,6 +303,8 @@ pub struct Report {
     pub tail: Option<TailResult>,
     /// The `breaker` scenario's result, if it ran.
     pub breaker: Option<BreakerResult>,
+    /// The `overload` scenario's result, if it ran.
+    pub overload: Option<OverloadResult>,
 }
 
 fn fmt_opt_secs(v: Option<f64>) -> String {
@@ -319,6 +339,9 @@ impl Report {
         }
         if let Some(b) = &self.breaker {
             out.push(breaker_section::section(b));
+        }
+        if let Some(o) = &self.overload {
+            out.push(overload_section::section(o));
         }
         out
     }
@@ -424,6 +447,7 @@ const HTML_HEAD: &str = "<!DOCTYPE html>
 body { font-family: sans-serif; max-width: 1000px; margin: 2em auto; color: #222; }
 table { border-collapse: collapse; margin: 1em 0; }
 th, td { border: 1px solid #ccc; padding: 4px 10px; text-align: right; }
+#overload td { white-space: nowrap; }
 th:first-child, td:first-child { text-align: left; }
 figure { margin: 1em 0; }
 img { max-width: 100%; }
@@ -571,6 +595,7 @@ fn herd_section(h: &HerdResult) -> Section {
                 log_y: false,
                 integer_y: true,
                 x_max: Some(zoom),
+                first_color: 0,
             },
         ),
         (
@@ -591,6 +616,7 @@ fn herd_section(h: &HerdResult) -> Section {
                 log_y: false,
                 integer_y: true,
                 x_max: Some(zoom),
+                first_color: 0,
             },
         ),
     ];
@@ -610,6 +636,7 @@ fn herd_section(h: &HerdResult) -> Section {
                 log_y: false,
                 integer_y: true,
                 x_max: None,
+                first_color: 0,
             },
         ));
     }
@@ -773,6 +800,7 @@ fn storm_section(r: &StormResult) -> Section {
                     log_y: false,
                     integer_y: true,
                     x_max: None,
+                    first_color: 0,
                 },
             ),
             (
@@ -791,6 +819,7 @@ fn storm_section(r: &StormResult) -> Section {
                     log_y: false,
                     integer_y: true,
                     x_max: None,
+                    first_color: 0,
                 },
             ),
         ],
@@ -931,6 +960,7 @@ fn metastable_section(r: &MetastableResult) -> Section {
                     log_y: false,
                     integer_y: true,
                     x_max: Some(last_bucket),
+                    first_color: 0,
                 },
             ),
             (
@@ -952,6 +982,7 @@ fn metastable_section(r: &MetastableResult) -> Section {
                     log_y: false,
                     integer_y: true,
                     x_max: Some(last_bucket),
+                    first_color: 0,
                 },
             ),
         ],
@@ -1023,6 +1054,7 @@ fn tail_section(r: &TailResult) -> Section {
                 log_y: true,
                 integer_y: false,
                 x_max: None,
+                first_color: 0,
             },
         )],
     }

@@ -66,6 +66,10 @@ pub(crate) struct Chart {
     pub(crate) integer_y: bool,
     /// Points right of this are left out (to zoom on the interesting part).
     pub(crate) x_max: Option<f64>,
+    /// The palette colour of the first line; the others take the next
+    /// ones. So a strategy keeps its colour in every chart of a section,
+    /// even in one that leaves some strategies out.
+    pub(crate) first_color: usize,
 }
 
 /// Registers the shipped font with plotters once (it measures text with it).
@@ -261,7 +265,7 @@ where
     // Drawn last to first, so the first lines (the baselines the others
     // are read against) stay on top where lines overlap.
     for (i, line) in chart.lines.iter().enumerate().rev() {
-        let color = COLORS[i % COLORS.len()];
+        let color = COLORS[(chart.first_color + i) % COLORS.len()];
         let points: Vec<(f64, f64)> = line
             .points
             .iter()
@@ -297,7 +301,7 @@ fn draw_legend<DB: DrawingBackend>(
     let err = |e: &dyn std::fmt::Display| e.to_string();
     let style = (FAMILY, 14).into_font().color(&BLACK);
     for (i, line) in chart.lines.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
+        let color = COLORS[(chart.first_color + i) % COLORS.len()];
         let y = 70 + 26 * i32::try_from(i).unwrap_or(0);
         area.draw(&PathElement::new(
             vec![(4, y), (30, y)],
@@ -332,6 +336,7 @@ mod tests {
             log_y: false,
             integer_y: true,
             x_max: None,
+            first_color: 0,
         }
     }
 

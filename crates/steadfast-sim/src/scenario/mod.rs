@@ -3,6 +3,7 @@
 pub mod breaker;
 pub mod herd;
 pub mod metastable;
+pub mod overload;
 pub mod storm;
 pub mod tail;
 

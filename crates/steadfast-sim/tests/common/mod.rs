@@ -6,6 +6,7 @@ use std::time::Duration;
 use steadfast_sim::SimConfig;
 use steadfast_sim::herd::HerdConfig;
 use steadfast_sim::metastable::MetastableConfig;
+use steadfast_sim::overload::{Bounds, OverloadConfig, OverloadStrategy};
 use steadfast_sim::server::ServerConfig;
 use steadfast_sim::storm::{Incident, StormConfig};
 use steadfast_sim::tail::TailConfig;
@@ -56,6 +57,24 @@ pub fn small_metastable() -> MetastableConfig {
     }
 }
 
+/// A server of 20 workers (1,000 requests/s) down to 5 from 8 s to 16 s,
+/// 500 calls/s.
+pub fn small_overload() -> OverloadConfig {
+    let server = ServerConfig {
+        concurrency: 20,
+        queue_limit: 500,
+        latency: "exp:20ms".parse().expect("valid latency"),
+    };
+    OverloadConfig {
+        call_rate: 500.0,
+        duration: Duration::from_secs(24),
+        drop: Incident::overload(Duration::from_secs(8), Duration::from_secs(8), 0.25),
+        strategies: OverloadStrategy::standard(server.concurrency, Bounds::new(1, 200)),
+        server,
+        ..OverloadConfig::default()
+    }
+}
+
 pub fn small() -> SimConfig {
     SimConfig {
         herd: Some(small_herd()),
@@ -63,5 +82,6 @@ pub fn small() -> SimConfig {
         metastable: Some(small_metastable()),
         tail: Some(small_tail()),
         breaker: None,
+        overload: Some(small_overload()),
     }
 }
