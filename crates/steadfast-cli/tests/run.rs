@@ -222,6 +222,39 @@ fn usage_errors_of_run_exit_125_with_a_message() {
     assert_eq!(code(&out), 2);
 }
 
+/// A mistyped option before the program is a usage error with clap's
+/// suggestion, not a program named `--atempts` (127); nothing runs.
+#[test]
+fn a_mistyped_option_is_a_usage_error_and_nothing_runs() {
+    for (typo, suggestion) in [
+        (&["--atempts", "5"][..], Some("--attempts")),
+        (&["--quiett"], Some("--quiet")),
+        (&["-x"], None),
+    ] {
+        let mut flags = vec!["--backoff", FAST];
+        flags.extend_from_slice(typo);
+        let (out, ran) = run_fixture(&flags, "fail", &["0"]);
+        assert_eq!(code(&out), 125, "{typo:?}: {}", stderr(&out));
+        assert_eq!(ran, 0, "{typo:?}: the fixture ran");
+        let err = stderr(&out);
+        assert!(
+            err.contains(&format!("unexpected argument '{}'", typo[0])),
+            "{err}"
+        );
+        assert!(!err.contains("cannot run"), "{err}");
+        if let Some(s) = suggestion {
+            assert!(
+                err.contains(&format!("a similar argument exists: '{s}'")),
+                "{err}"
+            );
+        }
+    }
+    // After `--`, a name that starts with `-` is still a program.
+    let out = steadfast(&["run", "--backoff", FAST, "--", "--atempts"]);
+    assert_eq!(code(&out), 127);
+    assert!(stderr(&out).contains("cannot run --atempts: command not found"));
+}
+
 #[test]
 fn help_documents_the_spec_syntax() {
     let out = steadfast(&["run", "--help"]);
