@@ -104,7 +104,9 @@ the terminal; then only the program itself is signalled.
 Exit status:
   0       the program succeeded (on some attempt)
   1-123   the program's last exit status
-  124     --deadline or --attempt-timeout ended the run (as timeout(1))
+  124     --deadline or --attempt-timeout ended the run (as timeout(1)); \
+when the deadline stops an attempt, steadfast still prints the last status the \
+program gave
   125     steadfast itself failed: a usage error (an unknown option, a bad \
 flag value, no program), input it could not read, a program it could not wait \
 for
