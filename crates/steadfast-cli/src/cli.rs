@@ -43,6 +43,7 @@ pub enum Command {
     #[command(long_about = SIMULATE_ABOUT, after_long_help = SIMULATE_EXAMPLES)]
     Simulate(SimulateArgs),
     /// Send an HTTP request, retrying it while the server is unavailable (see `get --help`).
+    #[command(long_about = crate::get::GET_ABOUT, after_long_help = crate::get::GET_EXAMPLES)]
     Get(crate::get::GetArgs),
 }
 
