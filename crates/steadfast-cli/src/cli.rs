@@ -37,7 +37,7 @@ pub enum Command {
     )]
     Run(RunArgs),
     /// Print (or plot) the delays of a backoff schedule.
-    #[command(after_long_help = SCHEDULE_EXAMPLES)]
+    #[command(long_about = SCHEDULE_ABOUT, after_long_help = SCHEDULE_EXAMPLES)]
     Schedule(ScheduleArgs),
     /// Simulate many clients retrying against a server, and write a report.
     #[command(long_about = SIMULATE_ABOUT, after_long_help = SIMULATE_EXAMPLES)]
@@ -124,6 +124,20 @@ Examples:
   steadfast run --attempts 10 --backoff exponential:initial=200ms,max=10s,jitter=full -- make test
   steadfast run --deadline 2m --attempt-timeout 20s --retry-on 75,100-110 -- ./flaky-job --verbose
   steadfast run --backoff constant:delay=1s --stop-on 2 -- ./deploy.sh";
+
+const SCHEDULE_ABOUT: &str = "\
+Print (or plot) the delays of a backoff schedule.
+
+The delays are drawn the way the retry policy draws them, so `steadfast run \
+--seed S` waits what `steadfast schedule --seed S` prints. A --plot file is \
+checked before anything is computed or printed.
+
+Exit status:
+  0   the schedule was printed (and plotted)
+  1   the output could not be written: standard output, or the --plot file \
+(which cannot be created, or the chart could not be drawn into it)
+  2   a usage error: an unknown option, a bad flag value or backoff spec \
+(initial above max included), too many samples x attempts";
 
 const SCHEDULE_EXAMPLES: &str = "\
 Examples:
