@@ -31,6 +31,7 @@ use std::time::Duration;
 use steadfast::backoff::GrpcConnectionBackoff;
 use steadfast::{Backoff, ConfigError, Jitter};
 
+use crate::duration::format_duration;
 use crate::spec::{BackoffSpec, JitterSpec, Preset};
 
 fn jitter(j: JitterSpec) -> Jitter {
@@ -52,11 +53,54 @@ const A6_JITTER: f64 = 0.2;
 /// # Errors
 /// The core builder's [`ConfigError`] for a value it refuses; for `a6`, a
 /// jitter other than its own `0.2` or the pre-2024 `full`; for `grpc`, a
-/// jitter that is not a proportional factor.
+/// jitter that is not a proportional factor; for every preset but
+/// `constant`, an `initial` above `max` (given or the preset's default).
 pub fn build(spec: &BackoffSpec, seed: Option<u64>) -> Result<Backoff, ConfigError> {
-    if spec.preset == Preset::Grpc {
-        return build_grpc(spec, seed);
+    let backoff = if spec.preset == Preset::Grpc {
+        build_grpc(spec, seed)?
+    } else {
+        build_curve(spec, seed)?
+    };
+    check_initial_below_max(spec, &backoff)?;
+    Ok(backoff)
+}
+
+/// Refuses a first delay above the cap (`exponential:initial=10s,max=1s`,
+/// or `initial=20s` under the default `max=10s`): every delay would be the
+/// cap, and the spec would not say what the user meant. The core's builders
+/// accept it (the cap simply holds); the command line does not.
+fn check_initial_below_max(spec: &BackoffSpec, backoff: &Backoff) -> Result<(), ConfigError> {
+    // Constant has no cap; its `delay` is its whole curve.
+    if spec.preset == Preset::Constant || backoff.initial() <= backoff.max_delay() {
+        return Ok(());
     }
+    let max_is = if spec.max.is_some() {
+        ""
+    } else {
+        ", the preset's default"
+    };
+    let component = match spec.preset {
+        Preset::Constant => "constant backoff",
+        Preset::Linear => "linear backoff",
+        Preset::Exponential => "exponential backoff",
+        Preset::Fibonacci => "fibonacci backoff",
+        Preset::Decorrelated => "decorrelated backoff",
+        Preset::A6 => "grpc-a6 backoff",
+        Preset::Grpc => "grpc connection backoff",
+    };
+    Err(ConfigError::new(
+        component,
+        "initial",
+        "must not be above `max`: every delay would be `max`",
+        format_args!(
+            "initial={} with max={}{max_is}",
+            format_duration(backoff.initial()),
+            format_duration(backoff.max_delay())
+        ),
+    ))
+}
+
+fn build_curve(spec: &BackoffSpec, seed: Option<u64>) -> Result<Backoff, ConfigError> {
     let mut builder = match spec.preset {
         Preset::Constant => Backoff::constant(spec.initial.unwrap_or(Duration::from_secs(1))),
         Preset::Linear => Backoff::linear(),
@@ -247,6 +291,37 @@ mod tests {
         ] {
             let err = built(text).unwrap_err();
             assert_eq!(err.field(), field, "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn an_initial_delay_above_the_cap_is_refused() {
+        for (text, shown) in [
+            ("exponential:initial=10s,max=1s", "initial=10s with max=1s)"),
+            (
+                "exponential:initial=20s",
+                "initial=20s with max=10s, the preset's default)",
+            ),
+            ("linear:initial=2s,max=1s", "initial=2s with max=1s)"),
+            ("fibonacci:initial=1m", "initial=1m with max=10s"),
+            ("decorrelated:initial=5s,max=1s", "initial=5s with max=1s"),
+            ("a6:initial=2s", "initial=2s with max=1s"),
+            ("grpc:initial=200s", "initial=3m20s with max=2m"),
+        ] {
+            let err = built(text).unwrap_err();
+            assert_eq!(err.field(), "initial", "{text}: {err}");
+            let message = err.to_string();
+            assert!(message.contains("above `max`"), "{text}: {message}");
+            assert!(message.contains(shown), "{text}: {message}");
+        }
+        // Equal is fine, and constant has no cap.
+        for text in [
+            "exponential:initial=1s,max=1s",
+            "a6:initial=1s",
+            "linear:initial=1h",
+            "constant:delay=1h",
+        ] {
+            assert!(built(text).is_ok(), "{text}");
         }
     }
 

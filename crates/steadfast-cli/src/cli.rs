@@ -37,12 +37,13 @@ pub enum Command {
     )]
     Run(RunArgs),
     /// Print (or plot) the delays of a backoff schedule.
-    #[command(after_long_help = SCHEDULE_EXAMPLES)]
+    #[command(long_about = SCHEDULE_ABOUT, after_long_help = SCHEDULE_EXAMPLES)]
     Schedule(ScheduleArgs),
     /// Simulate many clients retrying against a server, and write a report.
     #[command(long_about = SIMULATE_ABOUT, after_long_help = SIMULATE_EXAMPLES)]
     Simulate(SimulateArgs),
     /// Send an HTTP request, retrying it while the server is unavailable (see `get --help`).
+    #[command(long_about = crate::get::GET_ABOUT, after_long_help = crate::get::GET_EXAMPLES)]
     Get(crate::get::GetArgs),
 }
 
@@ -79,6 +80,13 @@ Examples:
 const RUN_ABOUT: &str = "\
 Run a program, retrying while it fails.
 
+The options of run come first, then `--` and the program (`--` may be left \
+out unless the program's name starts with `-`). From the program's name on, \
+every argument is the program's own, even one that looks like an option of \
+run. Before it, an argument that starts with `-` and is no option of run is \
+a usage error (exit 125, with a suggestion when an option is close): a \
+mistyped `--atempts` is never run as a program.
+
 The program is started directly, without a shell, so its arguments are passed \
 as they are. Its standard output and error are inherited. Between attempts \
 steadfast waits as the backoff schedule says, and prints one line per retry \
@@ -101,9 +109,12 @@ the terminal; then only the program itself is signalled.
 Exit status:
   0       the program succeeded (on some attempt)
   1-123   the program's last exit status
-  124     --deadline or --attempt-timeout ended the run (as timeout(1))
-  125     steadfast itself failed: a usage error or a bad flag value, input \
-it could not read, a program it could not wait for
+  124     --deadline or --attempt-timeout ended the run (as timeout(1)); \
+when the deadline stops an attempt, steadfast still prints the last status the \
+program gave
+  125     steadfast itself failed: a usage error (an unknown option, a bad \
+flag value, no program), input it could not read, a program it could not wait \
+for
   126     the program exists but cannot be executed
   127     the program was not found
   128+N   the program was ended by signal N
@@ -117,6 +128,20 @@ Examples:
   steadfast run --attempts 10 --backoff exponential:initial=200ms,max=10s,jitter=full -- make test
   steadfast run --deadline 2m --attempt-timeout 20s --retry-on 75,100-110 -- ./flaky-job --verbose
   steadfast run --backoff constant:delay=1s --stop-on 2 -- ./deploy.sh";
+
+const SCHEDULE_ABOUT: &str = "\
+Print (or plot) the delays of a backoff schedule.
+
+The delays are drawn the way the retry policy draws them, so `steadfast run \
+--seed S` waits what `steadfast schedule --seed S` prints. A --plot file is \
+checked before anything is computed or printed.
+
+Exit status:
+  0   the schedule was printed (and plotted)
+  1   the output could not be written: standard output, or the --plot file \
+(which cannot be created, or the chart could not be drawn into it)
+  2   a usage error: an unknown option, a bad flag value or backoff spec \
+(initial above max included), too many samples x attempts";
 
 const SCHEDULE_EXAMPLES: &str = "\
 Examples:
@@ -235,9 +260,12 @@ pub struct RunArgs {
     #[arg(long, short)]
     pub quiet: bool,
 
-    /// The program and its arguments (after `--`).
-    #[arg(value_name = "PROGRAM", required = true, num_args = 1..,
-          trailing_var_arg = true, allow_hyphen_values = true)]
+    /// The program and its arguments (after `--`; everything from the program on is its own).
+    // No `allow_hyphen_values`: before the program, an argument that starts
+    // with `-` and is no option of `run` is a usage error (with clap's
+    // suggestion), not a program named `--atempts`. After `--`, or after
+    // the program's name, anything goes.
+    #[arg(value_name = "PROGRAM", required = true, num_args = 1.., trailing_var_arg = true)]
     pub command: Vec<OsString>,
 }
 
@@ -463,6 +491,49 @@ mod tests {
             panic!("not run");
         };
         assert_eq!(run.command, ["prog", "-x"]);
+    }
+
+    #[test]
+    fn an_unknown_option_before_the_program_is_a_usage_error() {
+        for (typo, suggestion) in [
+            ("--atempts", Some("--attempts")),
+            ("--quiett", Some("--quiet")),
+            ("-x", None),
+        ] {
+            let err = Cli::try_parse_from(["steadfast", "run", typo, "5", "--", "true"])
+                .expect_err("a usage error");
+            assert_eq!(
+                err.kind(),
+                clap::error::ErrorKind::UnknownArgument,
+                "{typo}"
+            );
+            let text = err.to_string();
+            assert!(text.contains(typo), "{typo}: {text}");
+            if let Some(s) = suggestion {
+                assert!(
+                    text.contains(&format!("a similar argument exists: '{s}'")),
+                    "{typo}: {text}"
+                );
+            }
+        }
+        // After `--`, or after the program's name, it is the program's own.
+        for (args, command) in [
+            (
+                &["steadfast", "run", "--", "--atempts"][..],
+                &["--atempts"][..],
+            ),
+            (
+                &["steadfast", "run", "prog", "--atempts", "5"],
+                &["prog", "--atempts", "5"],
+            ),
+            (&["steadfast", "run", "-q", "--", "-x", "-y"], &["-x", "-y"]),
+        ] {
+            let cli = Cli::try_parse_from(args).expect("parses");
+            let Command::Run(run) = cli.command else {
+                panic!("not run");
+            };
+            assert_eq!(run.command, command, "{args:?}");
+        }
     }
 
     #[test]

@@ -2,7 +2,11 @@
 //!
 //! `steadfast run` ends with its program's last exit code, or one of these
 //! ([`RUN_ERROR`] for its own errors, usage errors included); the other
-//! commands end with 0, [`FAILURE`] or [`USAGE`].
+//! commands end with 0, [`FAILURE`] (output that cannot be written) or
+//! [`USAGE`] (clap's errors, and what they check before they start), and
+//! `get` also with its own codes ([`crate::get::TRANSPORT`],
+//! [`crate::get::HTTP_ERROR`]) and [`TIMEOUT`]. Each command's `--help`
+//! lists its codes.
 
 /// Something went wrong that is not the user's input (writing a report failed...).
 pub const FAILURE: i32 = 1;

@@ -33,6 +33,25 @@ fn register_font() -> Result<(), String> {
         .clone()
 }
 
+/// Checks, before anything is computed, that `path` can be written: opens
+/// it for writing, creating it if it is not there (an existing file is not
+/// touched until the chart is drawn). Returns whether it was created, so
+/// that a chart that then fails to draw can take it away again.
+///
+/// # Errors
+/// A message naming the file when it cannot be opened for writing (its
+/// folder is missing, it is a folder, permission is denied...).
+pub fn prepare(path: &Path) -> Result<bool, String> {
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map(|_| !existed)
+        .map_err(|e| format!("--plot: cannot write {}: {e}", path.display()))
+}
+
 /// Draws `series` into `path`: an SVG when its name ends in `.svg`, a PNG
 /// otherwise (the command line accepts only these two).
 ///

@@ -86,10 +86,20 @@ struct Reporter {
     terminal: bool,
     /// The line of the retry being waited for, without its delay.
     pending: Mutex<Option<String>>,
+    /// The last attempt that ended with a status of the program's own (an
+    /// exit code or a signal), and that status: the final message gives it
+    /// when the deadline then stops an attempt.
+    last_status: Mutex<Option<(u32, String)>>,
 }
 
 impl Reporter {
     fn retrying(&self, attempt: u32, max: u32, failure: Option<&Failure>, delay: Duration) {
+        if let Some(f @ (Failure::Exit(_) | Failure::Signal(_))) = failure {
+            *self
+                .last_status
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some((attempt, f.to_string()));
+        }
         if self.quiet {
             return;
         }
@@ -226,6 +236,7 @@ pub fn run_with_schedule<S: Schedule>(args: &RunArgs, schedule: S, interrupt: &I
         quiet: args.quiet,
         terminal: std::io::stderr().is_terminal(),
         pending: Mutex::new(None),
+        last_status: Mutex::new(None),
     });
     let Some((program, program_args)) = args.command.split_first() else {
         reporter.message(format_args!("no program given"));
@@ -338,6 +349,20 @@ pub fn run_with_schedule<S: Schedule>(args: &RunArgs, schedule: S, interrupt: &I
             }
         } else {
             reporter.message(format_args!("{e}"));
+            // The deadline stopped the last attempt: its "deadline exceeded"
+            // hides how the program itself last ended, so say that too.
+            if matches!(e.last_error(), Some(Failure::DeadlineExceeded))
+                && let Some((attempt, status)) = reporter
+                    .last_status
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take()
+            {
+                reporter.message(format_args!(
+                    "the deadline stopped attempt {}; the program's last status was {status} (attempt {attempt})",
+                    e.attempts()
+                ));
+            }
             if let Some(why) = no_retry.filter(|_| would_retry.get()) {
                 reporter.message(format_args!("not retried: {why}"));
             }

@@ -44,6 +44,15 @@ pub fn run(args: &ScheduleArgs) -> i32 {
         );
         return exit::USAGE;
     }
+    // The plot file first: a path that cannot be written must not cost
+    // the whole computation and a printed table before it fails.
+    let created = match args.plot.as_deref().map(plot::prepare).transpose() {
+        Ok(created) => created.unwrap_or(false),
+        Err(e) => {
+            eprintln!("steadfast: {e}");
+            return exit::FAILURE;
+        }
+    };
     let seed = args.seed.unwrap_or_else(|| Rng::from_entropy().next_u64());
     let retries = args.attempts - 1;
     let spec = args.backoff.to_string();
@@ -81,6 +90,10 @@ pub fn run(args: &ScheduleArgs) -> i32 {
             )
         }
     };
+    if let (Some(Err(_)), Some(path), true) = (&drawn, &args.plot, created) {
+        // Nothing worth keeping: the empty file `prepare` made.
+        let _ = std::fs::remove_file(path);
+    }
     let flushed = written.and_then(|()| out.flush());
     if let Err(e) = flushed {
         if e.kind() == std::io::ErrorKind::BrokenPipe {

@@ -3,8 +3,9 @@
 //! bytes identical to what the server sent.
 
 use std::collections::HashMap;
+use std::io::Write;
 use std::net::SocketAddr;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
@@ -114,6 +115,29 @@ async fn get(args: &[&str]) -> Output {
             .args(&args)
             .output()
             .expect("steadfast runs")
+    })
+    .await
+    .expect("the child finished")
+}
+
+/// Runs `steadfast get <args>` with `input` on its standard input.
+async fn get_with_stdin(args: &[&str], input: &[u8]) -> Output {
+    let args: Vec<String> = std::iter::once("get".to_owned())
+        .chain(args.iter().map(|s| (*s).to_owned()))
+        .collect();
+    let input = input.to_vec();
+    tokio::task::spawn_blocking(move || {
+        let mut child = Command::new(STEADFAST)
+            .args(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("steadfast starts");
+        let mut stdin = child.stdin.take().expect("a pipe");
+        stdin.write_all(&input).expect("write the input");
+        drop(stdin);
+        child.wait_with_output().expect("steadfast runs")
     })
     .await
     .expect("the child finished")
@@ -293,6 +317,173 @@ async fn data_binary_from_a_file_headers_and_output_file() {
         sent.get("x-steadfast-timeout").is_some(),
         "the deadline travels"
     );
+}
+
+/// `-d @FILE` sends the file as curl does (without CR, LF and NUL bytes),
+/// `-d @-` standard input the same way, `--data-binary @-` every byte, and
+/// `--data-raw` the text itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_follows_curl() {
+    let server = Server::start().await;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = dir.path().join("body.json");
+    std::fs::write(&file, b"{\r\n  \"n\": 1\n}\n").expect("write the body");
+    let at_file = format!("@{}", file.display());
+    let echo = server.url("/echo/0/x");
+    for (args, input, sent) in [
+        (vec!["-d", at_file.as_str()], &b""[..], &b"{  \"n\": 1}"[..]),
+        (vec!["-d", "@-"], b"a=1\r\n&b=2\n", b"a=1&b=2"),
+        (vec!["--data-binary", "@-"], b"a=1\r\n", b"a=1\r\n"),
+        (
+            vec!["--data-raw", at_file.as_str()],
+            b"",
+            at_file.as_bytes(),
+        ),
+        (vec!["-d", "@"], b"", b""),
+    ] {
+        let mut argv = args.clone();
+        argv.push(&echo);
+        let out = get_with_stdin(&argv, input).await;
+        if sent.is_empty() {
+            assert_eq!(code(&out), 2, "{args:?}");
+            assert!(
+                stderr(&out).contains("a file name must follow @"),
+                "{}",
+                stderr(&out)
+            );
+        } else {
+            assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+            assert_eq!(out.stdout, sent, "{args:?}");
+        }
+    }
+    // A POST each (the body makes it one), and nothing for the bare @.
+    assert_eq!(server.seen.requests("/echo/0/x"), 4);
+}
+
+/// A hedged call's copies are its attempts: the options of retries are
+/// usage errors with `--hedge`, as is a method that is never hedged; nothing
+/// is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hedge_with_retry_options_is_a_usage_error() {
+    let server = Server::start().await;
+    let url = server.url("/fail/9/503");
+    for (args, needle) in [
+        (&["--hedge", "2", "--attempts", "5"][..], "'--attempts <N>'"),
+        (&["--hedge", "2", "--backoff", FAST], "'--backoff <SPEC>'"),
+        (
+            &["--hedge", "2", "--attempt-timeout", "1s"],
+            "'--attempt-timeout <DURATION>'",
+        ),
+        (
+            &["--hedge", "2", "-d", "x"],
+            "POST is not idempotent, so it is never hedged",
+        ),
+        (&["--hedge", "2", "-X", "PATCH"], "PATCH is not idempotent"),
+    ] {
+        let mut argv = args.to_vec();
+        argv.push(&url);
+        let out = get(&argv).await;
+        assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("--hedge"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    assert_eq!(server.seen.requests("/fail/9/503"), 0);
+    // Alone, --hedge sends its copies, and they are all the attempts.
+    let out = get(&["--hedge", "2", &url]).await;
+    assert_eq!(code(&out), 22, "{}", stderr(&out));
+    assert_eq!(server.seen.requests("/fail/9/503"), 2);
+
+    let help = String::from_utf8(get(&["--help"]).await.stdout).expect("UTF-8");
+    assert!(help.contains("a hedged call is not also retried"), "{help}");
+}
+
+/// A URL the client cannot fetch is a usage error with a hint, found
+/// before anything is sent (and so never retried).
+#[test]
+fn a_bad_url_is_a_usage_error_with_a_hint() {
+    for (url, needle) in [
+        ("not-a-url", "did you mean http://not-a-url?"),
+        ("localhost:8080/x", "did you mean http://localhost:8080/x?"),
+        ("ftp://127.0.0.1/", "the scheme ftp: is not HTTP"),
+    ] {
+        let out = Command::new(STEADFAST)
+            .args(["get", "-v", url])
+            .output()
+            .expect("steadfast runs");
+        assert_eq!(code(&out), 2, "{url}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains(needle), "{url}: {err}");
+        assert!(!err.contains("attempt"), "{url}: {err}");
+    }
+    // https:// without TLS: refused before a connection is made (a build
+    // with TLS fetches it; nothing to check there).
+    if steadfast_http::TLS {
+        return;
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let out = Command::new(STEADFAST)
+        .args(["get", "-v", &format!("https://{addr}/")])
+        .output()
+        .expect("steadfast runs");
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("built without TLS"), "{err}");
+    assert!(err.contains("--features rustls"), "{err}");
+    assert!(!err.contains("attempt"), "{err}");
+    listener.set_nonblocking(true).expect("non-blocking");
+    assert!(
+        matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "a connection was made"
+    );
+}
+
+/// A Retry-After that does not fit the deadline: the call stops at once,
+/// and says why, with or without -v.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_after_past_the_deadline_says_so() {
+    let server = Server::start().await;
+    let url = server.url("/retry-after/9/2");
+    let out = get(&["--deadline", "1s", &url]).await;
+    assert_eq!(code(&out), 124, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("deadline exceeded"), "{err}");
+    assert!(
+        err.contains("the server's Retry-After 2s did not fit in what was left of --deadline 1s, so it was not waited for"),
+        "{err}"
+    );
+    let out = get(&["-v", "--deadline", "1s", &url]).await;
+    assert_eq!(code(&out), 124, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("attempt 1: 503 Service Unavailable; Retry-After 2s does not fit the deadline: not waited"),
+        "{err}"
+    );
+    assert!(!err.contains("honoured"), "{err}");
+    assert_eq!(server.seen.requests("/retry-after/9/2"), 2);
+}
+
+#[test]
+fn help_lists_the_exit_codes() {
+    let out = Command::new(STEADFAST)
+        .args(["get", "--help"])
+        .output()
+        .expect("steadfast runs");
+    assert_eq!(code(&out), 0);
+    let text = String::from_utf8(out.stdout).expect("UTF-8");
+    let codes = text
+        .split_once("Exit status:")
+        .expect("an exit status section")
+        .1;
+    for needle in [
+        "\n  0 ", "\n  1 ", "\n  2 ", "\n  7 ", "\n  22 ", "\n  124 ",
+    ] {
+        assert!(codes.contains(needle), "{needle:?} in {codes}");
+    }
 }
 
 #[test]

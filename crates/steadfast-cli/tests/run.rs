@@ -222,6 +222,71 @@ fn usage_errors_of_run_exit_125_with_a_message() {
     assert_eq!(code(&out), 2);
 }
 
+/// A mistyped option before the program is a usage error with clap's
+/// suggestion, not a program named `--atempts` (127); nothing runs.
+#[test]
+fn a_mistyped_option_is_a_usage_error_and_nothing_runs() {
+    for (typo, suggestion) in [
+        (&["--atempts", "5"][..], Some("--attempts")),
+        (&["--quiett"], Some("--quiet")),
+        (&["-x"], None),
+    ] {
+        let mut flags = vec!["--backoff", FAST];
+        flags.extend_from_slice(typo);
+        let (out, ran) = run_fixture(&flags, "fail", &["0"]);
+        assert_eq!(code(&out), 125, "{typo:?}: {}", stderr(&out));
+        assert_eq!(ran, 0, "{typo:?}: the fixture ran");
+        let err = stderr(&out);
+        assert!(
+            err.contains(&format!("unexpected argument '{}'", typo[0])),
+            "{err}"
+        );
+        assert!(!err.contains("cannot run"), "{err}");
+        if let Some(s) = suggestion {
+            assert!(
+                err.contains(&format!("a similar argument exists: '{s}'")),
+                "{err}"
+            );
+        }
+    }
+    // After `--`, a name that starts with `-` is still a program.
+    let out = steadfast(&["run", "--backoff", FAST, "--", "--atempts"]);
+    assert_eq!(code(&out), 127);
+    assert!(stderr(&out).contains("cannot run --atempts: command not found"));
+}
+
+/// When the deadline stops an attempt, the final message still gives the
+/// program's last status (here exit 3, of attempt 1), and exits 124.
+#[test]
+fn the_deadline_keeps_the_programs_last_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let seen = dir.path().join("seen");
+    let out = steadfast(&[
+        "run",
+        "--backoff",
+        FAST,
+        "--deadline",
+        "2s",
+        "--",
+        "sh",
+        "-c",
+        // The first run exits 3; the second sleeps into the deadline.
+        r#"if [ -e "$1" ]; then exec sleep 30; fi; : > "$1"; exit 3"#,
+        "sh",
+        seen.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&out), 124, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("attempt 1/5 failed (exit 3)"), "{err}");
+    assert!(err.contains("(deadline exceeded)"), "{err}");
+    assert!(
+        err.contains(
+            "the deadline stopped attempt 2; the program's last status was exit 3 (attempt 1)"
+        ),
+        "{err}"
+    );
+}
+
 #[test]
 fn help_documents_the_spec_syntax() {
     let out = steadfast(&["run", "--help"]);

@@ -250,15 +250,79 @@ fn bad_input_exits_2() {
     );
 }
 
+/// The plot file is checked before anything is computed or printed: no
+/// table, then a drawing error, but one message naming the file.
 #[test]
-fn an_unwritable_plot_fails_cleanly() {
-    let out = steadfast(&[
+fn an_unwritable_plot_fails_before_anything_is_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("folder.svg");
+    std::fs::create_dir(&folder).unwrap();
+    for path in [
+        "/nonexistent-dir/x/plot.svg",
+        "/nonexistent/x.svg",
+        folder.to_str().unwrap(),
+    ] {
+        let out = steadfast(&["schedule", "--backoff", "grpc", "--plot", path]);
+        assert_eq!(out.status.code(), Some(1), "{path}");
+        assert!(out.stdout.is_empty(), "{path}: a table was printed");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("--plot: cannot write {path}")),
+            "{err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    // An existing file is kept as it is until the chart replaces it.
+    let svg = dir.path().join("again.svg");
+    std::fs::write(&svg, "old").unwrap();
+    stdout(&steadfast(&[
         "schedule",
         "--backoff",
-        "grpc",
+        "constant",
         "--plot",
-        "/nonexistent-dir/x/plot.svg",
+        svg.to_str().unwrap(),
+    ]));
+    assert_svg(&svg);
+}
+
+#[test]
+fn an_initial_delay_above_the_cap_is_refused() {
+    for (spec, needle) in [
+        (
+            "exponential:initial=10s,max=1s",
+            "`initial` must not be above `max`: every delay would be `max` (got initial=10s with max=1s)",
+        ),
+        (
+            "exponential:initial=20s",
+            "(got initial=20s with max=10s, the preset's default)",
+        ),
+    ] {
+        let out = steadfast(&["schedule", "--backoff", spec]);
+        assert_eq!(out.status.code(), Some(2), "{spec}");
+        assert!(out.stdout.is_empty());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{spec}: {err}");
+    }
+    // The same spec through run is its usage error, 125.
+    let out = steadfast(&[
+        "run",
+        "--backoff",
+        "exponential:initial=10s,max=1s",
+        "--",
+        "true",
     ]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot draw"));
+    assert_eq!(out.status.code(), Some(125));
+}
+
+#[test]
+fn help_lists_the_exit_codes() {
+    let out = steadfast(&["schedule", "--help"]);
+    let text = stdout(&out);
+    let codes = text
+        .split_once("Exit status:")
+        .expect("an exit status section")
+        .1;
+    for needle in ["\n  0 ", "\n  1 ", "\n  2 ", "--plot"] {
+        assert!(codes.contains(needle), "{needle:?} in {codes}");
+    }
 }

@@ -102,6 +102,12 @@ pub use redact::RedactedUrl;
 pub use replay::ReqwestReplay;
 pub use retry_after::RetryAfter;
 
+/// Whether this build speaks `https://`: the `rustls` feature is on
+/// (reqwest's TLS). Without it an `https://` URL is refused only when the
+/// connection is made (and retried as a transport error), so a front end
+/// checks a URL's scheme up front with this (`steadfast get` does).
+pub const TLS: bool = cfg!(feature = "rustls");
+
 /// The crate README's example, compiled as a doctest.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

@@ -1,6 +1,8 @@
 //! What `steadfast get` shows while it works: with `-v`, one line per
 //! attempt on standard error (from the client's typed attempt hook); on a
-//! terminal, a progress line while it waits between attempts.
+//! terminal, a progress line while it waits between attempts. The hook also
+//! keeps the last attempt's `Retry-After` when it did not fit the deadline,
+//! so that the final message can say why the call stopped at once.
 
 use std::fmt::Write as _;
 use std::io::Write;
@@ -19,29 +21,43 @@ struct Progress {
     drawn: bool,
     /// The call is over: the ticker stops.
     done: bool,
+    /// The last attempt's `Retry-After`, if it did not fit the deadline.
+    past_deadline: Option<Duration>,
 }
 
 static PROGRESS: Mutex<Progress> = Mutex::new(Progress {
     waiting: None,
     drawn: false,
     done: false,
+    past_deadline: None,
 });
 
-/// The client's attempt hook that shows attempts (`verbose`) and a
-/// progress line (`progress`: standard error is a terminal); `None` when
-/// neither is wanted.
+/// The client's attempt hook: it shows attempts (`verbose`) and a progress
+/// line (`progress`: standard error is a terminal), and keeps a hint that
+/// did not fit the deadline (see [`past_deadline`]).
 pub(super) fn hook(
     verbose: bool,
     progress: bool,
-) -> Option<impl Fn(&AttemptEvent<'_>) + Send + Sync + 'static> {
-    if !verbose && !progress {
-        return None;
-    }
+) -> impl Fn(&AttemptEvent<'_>) + Send + Sync + 'static {
     if progress {
         std::thread::spawn(tick);
     }
-    Some(move |event: &AttemptEvent<'_>| {
+    move |event: &AttemptEvent<'_>| {
         if let Ok(mut p) = PROGRESS.lock() {
+            // An abandoned copy of a hedged call (dropped as the call
+            // stops) leaves the last hint alone.
+            if !matches!(event.end, AttemptEnd::Abandoned) {
+                p.past_deadline = match event.end {
+                    AttemptEnd::Failed {
+                        retry_after: Some((asked, Wait::PastDeadline)),
+                        ..
+                    } => Some(round_ms(asked)),
+                    _ => None,
+                };
+            }
+            if !verbose && !progress {
+                return;
+            }
             clear(&mut p);
             p.waiting = (progress && event.end.failed()).then(|| {
                 let what = match event.end {
@@ -56,7 +72,13 @@ pub(super) fn hook(
         if verbose {
             eprintln!("steadfast get: {}", line(event));
         }
-    })
+    }
+}
+
+/// The server's `Retry-After` on the last attempt, when it did not fit the
+/// deadline (the call then stopped without waiting).
+pub(super) fn past_deadline() -> Option<Duration> {
+    PROGRESS.lock().ok().and_then(|p| p.past_deadline)
 }
 
 /// The call is over: clears the progress line and stops its ticker.
