@@ -60,17 +60,23 @@ pub(crate) struct Sending {
     pub(crate) deadline: CallDeadline,
 }
 
-/// An attempt that did not succeed: the response or error, and what the
-/// classifier made of it.
+/// An attempt that did not succeed: the response or error, what the
+/// classifier made of it, and whether the classifier called it a sign of
+/// overload (a drop signal for a concurrency limit).
 #[derive(Debug)]
 pub(crate) enum Failure<E> {
     /// A response the classifier did not call a success.
     Status {
         response: reqwest::Response,
         verdict: Verdict,
+        overloaded: bool,
     },
     /// The request failed on the way.
-    Transport { error: E, verdict: Verdict },
+    Transport {
+        error: E,
+        verdict: Verdict,
+        overloaded: bool,
+    },
 }
 
 impl<E> Failure<E> {
@@ -79,10 +85,16 @@ impl<E> Failure<E> {
             Self::Status { verdict, .. } | Self::Transport { verdict, .. } => *verdict,
         }
     }
+
+    fn overloaded(&self) -> bool {
+        match self {
+            Self::Status { overloaded, .. } | Self::Transport { overloaded, .. } => *overloaded,
+        }
+    }
 }
 
 /// What the engine's layers classify with: the verdict each attempt already
-/// got (`Ok` is a success).
+/// got (`Ok` is a success), and the classifier's word on overload.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct ByVerdict;
 
@@ -93,6 +105,11 @@ impl<E> Classify<reqwest::Response, Failure<E>> for ByVerdict {
             Ok(_) => Verdict::Success,
             Err(failure) => failure.verdict(),
         }
+    }
+
+    #[inline]
+    fn overloaded(&self, outcome: &Result<reqwest::Response, Failure<E>>) -> bool {
+        outcome.as_ref().is_err_and(Failure::overloaded)
     }
 }
 
@@ -171,6 +188,7 @@ where
             .map_err(|error| Failure::Transport {
                 error,
                 verdict: Verdict::Stop,
+                overloaded: false,
             })
     }
 
@@ -273,9 +291,15 @@ where
             Ok(response) => {
                 let outcome: Outcome = Ok(response);
                 let verdict = classify.classify(&outcome);
+                // Asked of failures only: a success costs one compare.
+                let overloaded = verdict != Verdict::Success && classify.overloaded(&outcome);
                 match (outcome, verdict) {
                     (Ok(response), Verdict::Success) => Ok(response),
-                    (Ok(response), verdict) => Err(Failure::Status { response, verdict }),
+                    (Ok(response), verdict) => Err(Failure::Status {
+                        response,
+                        verdict,
+                        overloaded,
+                    }),
                     (Err(_), _) => unreachable!("the outcome was made Ok above"),
                 }
             }
@@ -284,10 +308,12 @@ where
                     kind = Some(error_kind(&error));
                     let outcome: Outcome = Err(error.without_url());
                     let verdict = classify.classify(&outcome);
+                    let overloaded = classify.overloaded(&outcome);
                     match outcome {
                         Err(error) => Err(Failure::Transport {
                             error: E::from_reqwest(error),
                             verdict,
+                            overloaded,
                         }),
                         Ok(_) => unreachable!("the outcome was made Err above"),
                     }
@@ -295,6 +321,7 @@ where
                 Err(other) => Err(Failure::Transport {
                     error: other,
                     verdict: Verdict::Stop,
+                    overloaded: false,
                 }),
             },
         };

@@ -18,9 +18,18 @@ pub type Outcome = Result<reqwest::Response, reqwest::Error>;
 /// the other 4xx), and errors that no retry can fix (a request that could
 /// not be built, a redirect loop) stop the call.
 ///
+/// It also says which outcomes are signs of overload
+/// ([`Classify::overloaded`]): a 429 or 503 response, and a transport error
+/// that is a timeout. Those are drop signals for a
+/// [concurrency limit](crate::ClientBuilder::concurrency_limit): an
+/// adaptive limit shrinks on them ([`DefaultClassifier::is_overload_status`]).
+///
 /// Any [`Classify`] for [`Outcome`] can replace it
 /// ([`ClientBuilder::classify`](crate::ClientBuilder::classify)); it sees
-/// the status, the headers and the error.
+/// the status, the headers and the error. A classifier of your own that
+/// does not implement `overloaded` sends an adaptive limit no drop signal
+/// but an attempt cut off by its timeout; delegate to this one to keep
+/// them.
 ///
 /// ```
 /// use steadfast_http::DefaultClassifier;
@@ -38,6 +47,24 @@ impl DefaultClassifier {
     #[must_use]
     pub fn is_retryable_status(status: StatusCode) -> bool {
         matches!(status.as_u16(), 408 | 429 | 500 | 502 | 503 | 504)
+    }
+
+    /// Whether a response with `status` is a sign of overload: 429 (Too
+    /// Many Requests) and 503 (Service Unavailable), the statuses a server
+    /// that sheds load answers (steadfast's own
+    /// [`ShedLayer`](crate::server::ShedLayer) answers 503).
+    ///
+    /// ```
+    /// use http::StatusCode;
+    /// use steadfast_http::DefaultClassifier;
+    /// assert!(DefaultClassifier::is_overload_status(StatusCode::TOO_MANY_REQUESTS));
+    /// assert!(DefaultClassifier::is_overload_status(StatusCode::SERVICE_UNAVAILABLE));
+    /// // Retryable, but not a sign the server is over its capacity.
+    /// assert!(!DefaultClassifier::is_overload_status(StatusCode::BAD_GATEWAY));
+    /// ```
+    #[must_use]
+    pub fn is_overload_status(status: StatusCode) -> bool {
+        matches!(status.as_u16(), 429 | 503)
     }
 
     /// Whether the default classifier retries `error`.
@@ -60,6 +87,14 @@ impl Classify<reqwest::Response, reqwest::Error> for DefaultClassifier {
             Ok(_) => Verdict::Success,
             Err(e) if Self::is_retryable_error(e) => Verdict::Retry,
             Err(_) => Verdict::Stop,
+        }
+    }
+
+    /// A 429 or 503 response, or a transport error that timed out.
+    fn overloaded(&self, outcome: &Outcome) -> bool {
+        match outcome {
+            Ok(response) => Self::is_overload_status(response.status()),
+            Err(e) => e.is_timeout(),
         }
     }
 }
@@ -121,6 +156,58 @@ mod tests {
             DefaultClassifier.classify(&Ok(response(404, Some("2")))),
             Verdict::Success
         );
+    }
+
+    #[test]
+    fn overload_is_429_and_503_whatever_the_verdict() {
+        for status in 100..600_u16 {
+            let expected = status == 429 || status == 503;
+            assert_eq!(
+                DefaultClassifier.overloaded(&Ok(response(status, None))),
+                expected,
+                "status {status}"
+            );
+        }
+        // A hint does not change it: a 503 with Retry-After is a retry
+        // after the hint, and a sign of overload.
+        let hinted = Ok(response(503, Some("1")));
+        assert_eq!(
+            DefaultClassifier.classify(&hinted),
+            Verdict::RetryAfter(std::time::Duration::from_secs(1))
+        );
+        assert!(DefaultClassifier.overloaded(&hinted));
+    }
+
+    #[tokio::test]
+    async fn a_timed_out_transport_error_is_overload_and_a_refused_connection_is_not() {
+        // A server that accepts and never answers: reqwest's own timeout.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("address");
+        let hold = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                held.push(socket);
+            }
+        });
+        let client = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_millis(50))
+            .build()
+            .expect("client");
+        let timed_out: Outcome = client.get(format!("http://{addr}/")).send().await;
+        let error = timed_out.as_ref().expect_err("timed out");
+        assert!(error.is_timeout());
+        assert!(DefaultClassifier.overloaded(&timed_out));
+        hold.abort();
+
+        // Nothing listens on a port just freed: connection refused.
+        let free = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = free.local_addr().expect("address").port();
+        drop(free);
+        let refused: Outcome = client.get(format!("http://127.0.0.1:{port}/")).send().await;
+        assert!(refused.as_ref().expect_err("refused").is_connect());
+        assert!(!DefaultClassifier.overloaded(&refused));
     }
 
     #[test]

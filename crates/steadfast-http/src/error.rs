@@ -5,6 +5,7 @@ use std::fmt;
 use std::time::Duration;
 
 use http::{Method, StatusCode};
+use steadfast::limit::LimitRefused;
 use steadfast::{RetryError, StopReason};
 
 use crate::attempt::Failure;
@@ -87,6 +88,7 @@ pub struct Error {
     elapsed: Duration,
     timed_out: bool,
     refused_by: Option<&'static str>,
+    limited: Option<LimitRefused>,
     not_retried: Option<NotRetried>,
     last: Last,
 }
@@ -106,6 +108,7 @@ impl Error {
             elapsed: error.elapsed(),
             timed_out: error.timed_out(),
             refused_by: error.refused_by(),
+            limited: error.limit_refused(),
             not_retried: None,
             last: Last::from_failure(error.into_last_error()),
         }
@@ -120,6 +123,7 @@ impl Error {
             elapsed: Duration::ZERO,
             timed_out: false,
             refused_by: None,
+            limited: None,
             not_retried: None,
             last: Last::Transport(error),
         }
@@ -179,6 +183,38 @@ impl Error {
     #[must_use]
     pub fn refused_by(&self) -> Option<&'static str> {
         self.refused_by
+    }
+
+    /// For a call that stopped with
+    /// [`StopReason::LimitReached`]: the
+    /// [concurrency limit](crate::ClientBuilder::concurrency_limit) that had
+    /// no slot for its next attempt, how many attempts were in flight, the
+    /// limit then, and how long the attempt waited in the limit's queue.
+    /// [`attempts`](Self::attempts) says whether it was the first attempt
+    /// (`0`: nothing was sent) or a retry or hedge.
+    ///
+    /// ```
+    /// use steadfast::StopReason;
+    /// use steadfast::limit::ConcurrencyLimit;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let limit = ConcurrencyLimit::fixed(1).name("search").build()?;
+    /// let client = steadfast_http::Client::builder().concurrency_limit(limit.clone()).build()?;
+    /// let _busy = limit.try_acquire()?; // another call holds the only slot
+    /// let err = client.get("http://127.0.0.1:9/").send().await.unwrap_err();
+    /// assert_eq!((err.reason(), err.attempts()), (StopReason::LimitReached, 0));
+    /// let refused = err.limit_refused().expect("the limit refused");
+    /// assert_eq!((refused.by, refused.in_flight, refused.limit), ("search", 1, 1));
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "GET failed after 0 attempts in 0ms (concurrency limit search full: 1 in flight, limit 1)"
+    /// );
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn limit_refused(&self) -> Option<LimitRefused> {
+        self.limited
     }
 
     /// Why a failure that would have been retried was not.
@@ -243,12 +279,24 @@ impl fmt::Display for Error {
         let n = self.ending.attempts;
         write!(
             f,
-            "{} failed after {n} attempt{} in {}ms ({}",
+            "{} failed after {n} attempt{} in {}ms (",
             self.method.as_ref().map_or("the request", Method::as_str),
             if n == 1 { "" } else { "s" },
             self.elapsed.as_millis(),
-            self.reason
         )?;
+        match (self.reason, self.limited) {
+            // The limit says it all: which one, how full, how long queued.
+            (StopReason::LimitReached, Some(refused)) if n == 0 => write!(f, "{refused}")?,
+            (StopReason::LimitReached, Some(refused)) => {
+                let again = if self.ending.hedge.is_some() {
+                    "hedge"
+                } else {
+                    "retry"
+                };
+                write!(f, "{again} refused: {refused}")?;
+            }
+            (reason, _) => write!(f, "{reason}")?,
+        }
         if let Some(by) = self.refused_by {
             write!(f, " by {by}")?;
         }

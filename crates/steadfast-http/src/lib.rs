@@ -93,6 +93,7 @@ pub mod middleware;
 mod redact;
 mod replay;
 mod retry_after;
+pub mod server;
 
 pub use classify::{DefaultClassifier, Outcome, is_idempotent};
 pub use client::{BuildError, Client, ClientBuilder, RequestBuilder, Response};

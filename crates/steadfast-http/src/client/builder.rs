@@ -6,6 +6,7 @@ use std::time::Duration;
 use http::HeaderName;
 use steadfast::clock::DefaultClock;
 use steadfast::deadline::DeadlineHeader;
+use steadfast::limit::ConcurrencyLimit;
 use steadfast::policy::{HedgeDelay, Limits};
 use steadfast::{Backoff, Classify, ConfigError, HedgePolicy, RetryControl, RetryPolicy};
 use steadfast_tower::{HedgeLayer, RetryLayer};
@@ -43,6 +44,7 @@ pub struct ClientBuilder {
     deadline: Option<Duration>,
     attempt_timeout: Option<Duration>,
     control: Option<Arc<dyn RetryControl>>,
+    concurrency: Option<ConcurrencyLimit>,
     hedge: Option<Hedging>,
     header: Option<DeadlineHeader>,
     retry_non_idempotent: bool,
@@ -66,6 +68,7 @@ impl fmt::Debug for ClientBuilder {
             .field("max_delay", &self.max_delay)
             .field("deadline", &self.deadline)
             .field("attempt_timeout", &self.attempt_timeout)
+            .field("concurrency_limit", &self.concurrency)
             .field("hedging", &self.hedge.is_some())
             .field("header", &self.header)
             .field("retry_non_idempotent", &self.retry_non_idempotent)
@@ -86,6 +89,7 @@ impl Default for ClientBuilder {
             deadline: None,
             attempt_timeout: None,
             control: None,
+            concurrency: None,
             hedge: None,
             header: Some(DeadlineHeader::DEFAULT),
             retry_non_idempotent: false,
@@ -140,6 +144,48 @@ impl ClientBuilder {
         self
     }
 
+    /// A concurrency limit: every attempt of every call (the first, each
+    /// retry, each hedged copy; requests sent once too) takes one of its
+    /// slots while it is in flight and gives it back when its response
+    /// head arrives, it fails, or it is cancelled. Clone one limit into
+    /// several clients to bound them together.
+    ///
+    /// An adaptive limit ([`ConcurrencyLimit::adaptive`]) learns from each
+    /// attempt: a success's latency is a sample, and a sign of overload is
+    /// a drop that shrinks it (with the [`DefaultClassifier`]: a 429 or
+    /// 503 response, a timeout; see
+    /// [`Classify::overloaded`](steadfast::Classify::overloaded)).
+    ///
+    /// A call whose attempt finds no slot (at once, or within the limit's
+    /// [queue](steadfast::limit::ConcurrencyLimitBuilder::queue) wait)
+    /// stops with [`StopReason::LimitReached`](steadfast::StopReason::LimitReached):
+    /// its [`Error::reason`](crate::Error::reason) says so and
+    /// [`Error::limit_refused`](crate::Error::limit_refused) names the
+    /// limit and how full it was. Nothing is sent for a refused attempt.
+    ///
+    /// A complete [`hedge_policy`](Self::hedge_policy) gets this limit too,
+    /// unless it has one of its own.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::limit::{ConcurrencyLimit, Gradient2};
+    ///
+    /// let limit = ConcurrencyLimit::adaptive(Gradient2::default())
+    ///     .name("inventory")
+    ///     .queue(64, Duration::from_millis(20))
+    ///     .build()?;
+    /// let client = steadfast_http::Client::builder()
+    ///     .concurrency_limit(limit.clone())
+    ///     .build()?;
+    /// # let _ = client;
+    /// assert_eq!(limit.in_flight(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn concurrency_limit(mut self, limit: ConcurrencyLimit) -> Self {
+        self.concurrency = Some(limit);
+        self
+    }
+
     /// Hedges idempotent requests: up to `copies` copies (counting the
     /// first), the next one sent `delay` after the previous one (zero: all
     /// at once) or at once when a copy fails; the first success wins and
@@ -156,7 +202,9 @@ impl ClientBuilder {
 
     /// Hedges under a complete core [`HedgePolicy`] (its own deadline and
     /// control; [`deadline`](Self::deadline) and [`control`](Self::control)
-    /// are not added to it).
+    /// are not added to it; the client's
+    /// [`concurrency_limit`](Self::concurrency_limit) is, unless the policy
+    /// has a limit of its own).
     pub fn hedge_policy(mut self, policy: HedgePolicy) -> Self {
         self.hedge = Some(Hedging::Policy(policy));
         self
@@ -288,7 +336,12 @@ impl ClientBuilder {
         let once = self.policy(1)?;
         let hedge = match &self.hedge {
             None => None,
-            Some(Hedging::Policy(p)) => Some(p.clone()),
+            Some(Hedging::Policy(p)) => match &self.concurrency {
+                Some(limit) if p.limits().concurrency_limit().is_none() => {
+                    Some(p.to_builder().concurrency_limit(limit.clone()).build()?)
+                }
+                _ => Some(p.clone()),
+            },
             Some(Hedging::Copies(copies, delay)) => Some(
                 HedgePolicy::builder(delay.clone())
                     .max_attempts(*copies)
@@ -357,7 +410,7 @@ impl ClientBuilder {
     }
 
     /// The limits every policy of the client shares: the cap on a single
-    /// wait, the call's deadline, the retry control.
+    /// wait, the call's deadline, the retry control, the concurrency limit.
     fn limits(&self, mut limits: Limits) -> Limits {
         if let Some(d) = self.max_delay {
             limits = limits.with_max_delay(d);
@@ -367,6 +420,9 @@ impl ClientBuilder {
         }
         if let Some(c) = &self.control {
             limits = limits.with_control(Arc::clone(c));
+        }
+        if let Some(limit) = &self.concurrency {
+            limits = limits.with_concurrency_limit(limit.clone());
         }
         limits
     }
