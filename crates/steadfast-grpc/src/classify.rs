@@ -66,6 +66,12 @@ pub fn pushback(headers: &HeaderMap) -> Option<Result<Duration, ()>> {
 /// its `nonFatalStatusCodes` (a non-fatal failure sends the next copy at
 /// once; a fatal one ends the call).
 ///
+/// `RESOURCE_EXHAUSTED` and `UNAVAILABLE` (a transport error included) are
+/// signs of overload ([`Classify::overloaded`]), whether the set retries
+/// them or not: drop signals that shrink an adaptive
+/// [concurrency limit](crate::GrpcLayerBuilder::concurrency_limit)
+/// ([`is_overload`]).
+///
 /// ```
 /// use steadfast::{Classify, Verdict};
 /// use steadfast_grpc::{Code, GrpcClassify};
@@ -128,6 +134,30 @@ impl<B, E> Classify<Response<B>, E> for GrpcClassify {
             Err(_) => self.status(Code::Unavailable, None),
         }
     }
+
+    /// A Trailers-Only `RESOURCE_EXHAUSTED` or `UNAVAILABLE`, or a
+    /// transport error (`UNAVAILABLE`), retryable or not.
+    fn overloaded(&self, outcome: &Result<Response<B>, E>) -> bool {
+        match outcome {
+            Ok(response) => head_status(response.headers()).is_some_and(is_overload),
+            Err(_) => is_overload(Code::Unavailable),
+        }
+    }
+}
+
+/// Whether a status says the server is over its capacity:
+/// `RESOURCE_EXHAUSTED` (a server that sheds load, a quota) or
+/// `UNAVAILABLE` (the server or the way to it is down or overloaded), as
+/// Netflix's concurrency limits and gRPC's own load reporting read them.
+///
+/// ```
+/// use steadfast_grpc::{Code, is_overload};
+/// assert!(is_overload(Code::ResourceExhausted) && is_overload(Code::Unavailable));
+/// assert!(!is_overload(Code::Internal) && !is_overload(Code::DeadlineExceeded));
+/// ```
+#[must_use]
+pub fn is_overload(code: Code) -> bool {
+    matches!(code, Code::ResourceExhausted | Code::Unavailable)
 }
 
 /// One event per failed attempt, inside the call's span (which names the
@@ -145,4 +175,64 @@ fn attempt_failed(code: Code, headers: Option<&HeaderMap>, verdict: Verdict) {
         Verdict::Success => "done",
     };
     tracing::debug!(status = %code, pushback, next, "steadfast: gRPC attempt failed");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(status: Option<u16>, pushback: Option<&str>) -> Result<Response<()>, ()> {
+        let mut r = Response::builder();
+        if let Some(status) = status {
+            r = r.header("grpc-status", status);
+        }
+        if let Some(p) = pushback {
+            r = r.header(PUSHBACK_HEADER, p);
+        }
+        Ok(r.body(()).expect("valid head"))
+    }
+
+    #[test]
+    fn overload_is_resource_exhausted_and_unavailable_whatever_the_codes_retried() {
+        let none = GrpcClassify::retrying(&[]);
+        let both = GrpcClassify::retrying(&[Code::ResourceExhausted, Code::Unavailable]);
+        for n in 0..=16_u16 {
+            let code = Code::from_i64(i64::from(n)).expect("a code");
+            let expected = matches!(code, Code::ResourceExhausted | Code::Unavailable);
+            for classify in [none, both] {
+                assert_eq!(
+                    classify.overloaded(&head(Some(n), None)),
+                    expected,
+                    "{code}"
+                );
+            }
+        }
+        // Retried or not, pushed back or not: the same word on overload.
+        assert_eq!(none.classify(&head(Some(8), None)), Verdict::Stop);
+        assert_eq!(
+            both.classify(&head(Some(8), Some("20"))),
+            Verdict::RetryAfter(Duration::from_millis(20))
+        );
+        assert!(none.overloaded(&head(Some(8), None)));
+        assert!(both.overloaded(&head(Some(8), Some("20"))));
+        assert!(both.overloaded(&head(Some(14), Some("-1"))));
+    }
+
+    #[test]
+    fn a_transport_error_is_unavailable_and_so_overload() {
+        let classify = GrpcClassify::retrying(&[]);
+        let failed: Result<Response<()>, ()> = Err(());
+        assert_eq!(classify.classify(&failed), Verdict::Stop);
+        assert!(classify.overloaded(&failed));
+    }
+
+    #[test]
+    fn a_committed_head_and_an_unknown_status_are_not_overload() {
+        let classify = GrpcClassify::retrying(&[Code::Unavailable]);
+        // No grpc-status: the response streams, committed.
+        assert!(!classify.overloaded(&head(None, None)));
+        // A status outside 0..=16 reads as UNKNOWN.
+        assert!(!classify.overloaded(&head(Some(99), None)));
+        assert!(!classify.overloaded(&head(Some(0), None)));
+    }
 }

@@ -16,6 +16,7 @@ use pin_project_lite::pin_project;
 use steadfast::call::Reported;
 use steadfast::clock::{AsyncClock, DefaultClock};
 use steadfast::deadline::{CancelCause, DeadlineHeader};
+use steadfast::limit::ConcurrencyLimit;
 use steadfast::policy::Limits;
 use steadfast::{
     Backoff, ConfigError, Deadline, HedgePolicy, Report, RetryError, RetryPolicy, StopReason,
@@ -49,6 +50,10 @@ enum Route<C> {
 struct Routes<C> {
     config: ServiceConfig,
     routes: Vec<Route<C>>,
+    /// The route of calls no method config names, when a concurrency limit
+    /// holds their attempt.
+    unnamed: Option<Route<C>>,
+    concurrency: Option<ConcurrencyLimit>,
     clock: C,
     // The server name, as the metrics' `grpc.target`.
     target: Arc<str>,
@@ -56,7 +61,9 @@ struct Routes<C> {
 
 impl<C> Routes<C> {
     fn route(&self, path: &str) -> Option<&Route<C>> {
-        let config = self.config.method_config(path)?;
+        let Some(config) = self.config.method_config(path) else {
+            return self.unnamed.as_ref();
+        };
         let index = self
             .config
             .method_configs()
@@ -81,6 +88,11 @@ impl<C> Routes<C> {
 /// request is sent once. A call whose retries end because its deadline
 /// would pass is answered with `DEADLINE_EXCEEDED` when its last attempt
 /// failed in transport.
+///
+/// With a [concurrency limit](GrpcLayerBuilder::concurrency_limit), every
+/// attempt of every call (retries and hedged copies included) holds a slot
+/// while it is in flight, and a call the limit refuses is answered
+/// `RESOURCE_EXHAUSTED`, its message naming the limit.
 ///
 /// The inner service takes `http::Request<ReplayBody<B>>`: for a tonic
 /// `Channel`, map the body back with `tonic::body::Body::new` (see the
@@ -116,7 +128,33 @@ impl GrpcLayer {
     /// A core [`ConfigError`] if a policy of the config is refused (a
     /// config that parsed never has one).
     pub fn new(config: ServiceConfig, target: &str) -> Result<Self, ConfigError> {
-        Self::with_clock(config, target, DefaultClock::default())
+        Self::builder(config, target).build()
+    }
+
+    /// A builder for the layer for calls to `target` under `config`, for
+    /// the options beyond the service config: the clock, a concurrency
+    /// limit.
+    ///
+    /// ```
+    /// use steadfast::limit::{ConcurrencyLimit, Gradient2};
+    /// use steadfast_grpc::GrpcLayer;
+    /// use steadfast_grpc::config::ServiceConfig;
+    ///
+    /// let config = ServiceConfig::from_json(r#"{"methodConfig": [{"name": [{}], "timeout": "1s"}]}"#)?;
+    /// let limit = ConcurrencyLimit::adaptive(Gradient2::default()).name("echo").build()?;
+    /// let layer = GrpcLayer::builder(config, "127.0.0.1:50051")
+    ///     .concurrency_limit(limit.clone())
+    ///     .build()?;
+    /// # let _ = layer;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn builder(config: ServiceConfig, target: &str) -> GrpcLayerBuilder {
+        GrpcLayerBuilder {
+            config,
+            target: Arc::from(target),
+            clock: DefaultClock::default(),
+            concurrency: None,
+        }
     }
 }
 
@@ -126,22 +164,136 @@ impl<C: AsyncClock> GrpcLayer<C> {
     /// # Errors
     /// As [`new`](GrpcLayer::new).
     pub fn with_clock(config: ServiceConfig, target: &str, clock: C) -> Result<Self, ConfigError> {
+        GrpcLayer::builder(config, target).clock(clock).build()
+    }
+
+    /// The concurrency limit every call of the layer takes its slots of,
+    /// if it has one.
+    #[must_use]
+    pub fn concurrency_limit(&self) -> Option<&ConcurrencyLimit> {
+        self.routes.concurrency.as_ref()
+    }
+}
+
+/// Builds a [`GrpcLayer`] ([`GrpcLayer::builder`]): the service config and
+/// the target, plus the clock and a concurrency limit.
+#[must_use = "a builder does nothing until built"]
+pub struct GrpcLayerBuilder<C = DefaultClock> {
+    config: ServiceConfig,
+    target: Arc<str>,
+    clock: C,
+    concurrency: Option<ConcurrencyLimit>,
+}
+
+impl<C> fmt::Debug for GrpcLayerBuilder<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GrpcLayerBuilder")
+            .field("config", &self.config)
+            .field("target", &self.target)
+            .field("concurrency_limit", &self.concurrency)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C> GrpcLayerBuilder<C> {
+    /// Reads time and sleeps on `clock` (default tokio's).
+    ///
+    /// ```
+    /// use steadfast::clock::TokioClock;
+    /// use steadfast_grpc::GrpcLayer;
+    /// use steadfast_grpc::config::ServiceConfig;
+    ///
+    /// let config = ServiceConfig::from_json("{}")?;
+    /// let layer = GrpcLayer::builder(config, "127.0.0.1:50051").clock(TokioClock).build()?;
+    /// # let _ = layer;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn clock<C2: AsyncClock>(self, clock: C2) -> GrpcLayerBuilder<C2> {
+        GrpcLayerBuilder {
+            config: self.config,
+            target: self.target,
+            clock,
+            concurrency: self.concurrency,
+        }
+    }
+
+    /// One concurrency limit for every call of the channel, whatever its
+    /// method: each attempt (the first, a retry, a hedged copy) takes one
+    /// of its slots while in flight and gives it back when its response
+    /// head arrives, it fails, or it is dropped; a method without a retry
+    /// or hedging policy makes its one attempt under the limit too. As the
+    /// throttle's token bucket, the limit is the channel's (or, cloned into
+    /// several layers, theirs together).
+    ///
+    /// An adaptive limit learns from every attempt: a success's latency is
+    /// a sample; `RESOURCE_EXHAUSTED` and `UNAVAILABLE` (a transport error
+    /// included), retryable or not, and an attempt cut off by the deadline
+    /// are drops that shrink it ([`GrpcClassify`]'s
+    /// [`overloaded`](steadfast::Classify::overloaded)).
+    ///
+    /// A call whose first attempt gets no slot (at once, or within the
+    /// limit's queue wait) is not sent: it is answered with a
+    /// Trailers-Only `RESOURCE_EXHAUSTED` whose message is the refusal
+    /// (`concurrency limit NAME full: N in flight, limit L`). A retry or
+    /// hedge the limit refuses ends the call with the last attempt's answer,
+    /// as one the throttle refuses.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::limit::{Aimd, ConcurrencyLimit};
+    /// use steadfast_grpc::GrpcLayer;
+    /// use steadfast_grpc::config::ServiceConfig;
+    ///
+    /// let config = ServiceConfig::from_json(r#"{"methodConfig": [{"name": [{}],
+    ///     "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.1s", "maxBackoff": "1s",
+    ///                     "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]}"#)?;
+    /// let limit = ConcurrencyLimit::adaptive(Aimd::default())
+    ///     .name("inventory")
+    ///     .queue(32, Duration::from_millis(10))
+    ///     .build()?;
+    /// let layer = GrpcLayer::builder(config, "inventory:443").concurrency_limit(limit.clone()).build()?;
+    /// assert_eq!(layer.concurrency_limit().map(|l| l.name()), Some("inventory"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn concurrency_limit(mut self, limit: ConcurrencyLimit) -> Self {
+        self.concurrency = Some(limit);
+        self
+    }
+}
+
+impl<C: AsyncClock> GrpcLayerBuilder<C> {
+    /// The layer.
+    ///
+    /// # Errors
+    /// A core [`ConfigError`] if a policy of the config is refused (a
+    /// config that parsed never has one).
+    pub fn build(self) -> Result<GrpcLayer<C>, ConfigError> {
+        let Self {
+            config,
+            target,
+            clock,
+            concurrency,
+        } = self;
         let bucket = config
             .retry_throttling()
-            .map(|t| bucket_for(target, *t))
+            .map(|t| bucket_for(&target, *t))
             .transpose()?;
         let mut routes = Vec::with_capacity(config.method_configs().len());
         for method in config.method_configs() {
             let timeout = method.timeout();
             // The method's timeout bounds the whole call; the server's bucket
-            // is asked before every retry and hedge. One function sets both
-            // on either kind of policy.
+            // is asked before every retry and hedge; the concurrency limit
+            // holds a slot per attempt. One function sets them on either
+            // kind of policy.
             let limits = |mut limits: Limits| {
                 if let Some(t) = timeout {
                     limits = limits.with_max_elapsed(t);
                 }
                 if let Some(b) = &bucket {
                     limits = limits.with_control(b.clone());
+                }
+                if let Some(l) = &concurrency {
+                    limits = limits.with_concurrency_limit(l.clone());
                 }
                 limits
             };
@@ -158,20 +310,48 @@ impl<C: AsyncClock> GrpcLayer<C> {
                         .replay(GrpcReplay::default())
                         .clock(clock.clone()),
                 ),
+                None if concurrency.is_some() => {
+                    Route::Retry(once(limits(Limits::default()), &clock)?)
+                }
                 None => Route::Plain { timeout },
             });
         }
+        // Calls no method config names take their slot too.
+        let unnamed = match &concurrency {
+            Some(l) => Some(Route::Retry(once(
+                Limits::default().with_concurrency_limit(l.clone()),
+                &clock,
+            )?)),
+            None => None,
+        };
         let header = SetDeadlineHeaderLayer::new(DeadlineHeader::GRPC)?.clock(clock.clone());
-        Ok(Self {
+        Ok(GrpcLayer {
             routes: Arc::new(Routes {
                 config,
                 routes,
+                unnamed,
+                concurrency,
                 clock,
-                target: Arc::from(target),
+                target,
             }),
             header,
         })
     }
+}
+
+/// The route of a call made once under `limits` (a method without a retry
+/// or hedging policy, when a concurrency limit holds its attempt): one
+/// attempt, nothing buffered (a request with a body is sent as it comes,
+/// never replayed), no code retried.
+fn once<C: AsyncClock>(limits: Limits, clock: &C) -> Result<RetryRoute<C>, ConfigError> {
+    let policy = RetryPolicy::<Backoff>::builder()
+        .max_attempts(1)
+        .limits(|_| limits)
+        .build()?;
+    Ok(RetryLayer::new(policy)
+        .with_classifier(GrpcClassify::retrying(&[]))
+        .replay(GrpcReplay::new(0))
+        .clock(clock.clone()))
 }
 
 impl<S, C: Clone> Layer<S> for GrpcLayer<C> {
@@ -445,12 +625,26 @@ fn out_of_time<T: Default>(last: &Response<T>, attempts: u32) -> Response<T> {
 }
 
 /// A call that ran out of time is `DEADLINE_EXCEEDED`, as gRPC reports it;
-/// any other failure is the error itself.
+/// a call the concurrency limit refused before its first attempt is
+/// `RESOURCE_EXHAUSTED`, its message the refusal; any other failure is the
+/// error itself.
 fn call_error<T: Default, E: Error + Send + Sync + 'static>(
     e: RetryError<E>,
 ) -> Result<Response<T>, BoxError> {
-    match e.reason() {
-        StopReason::Deadline => Ok(status_response(Code::DeadlineExceeded, &e.to_string())),
+    match (e.reason(), e.limit_refused()) {
+        (StopReason::Deadline, _) => Ok(status_response(Code::DeadlineExceeded, &e.to_string())),
+        (StopReason::LimitReached, Some(refused)) if e.attempts() == 0 => {
+            tracing::debug!(
+                limit = refused.by,
+                in_flight = refused.in_flight,
+                max = refused.limit,
+                "steadfast: gRPC call refused by its concurrency limit"
+            );
+            Ok(status_response(
+                Code::ResourceExhausted,
+                &refused.to_string(),
+            ))
+        }
         _ => Err(Box::new(e)),
     }
 }

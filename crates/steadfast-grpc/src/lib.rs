@@ -63,12 +63,13 @@ pub mod fuzzing;
 mod layer;
 pub mod metrics;
 mod replay;
+pub mod server;
 mod throttle;
 
-pub use classify::{CodeSet, GrpcClassify, PUSHBACK_HEADER, head_status, pushback};
+pub use classify::{CodeSet, GrpcClassify, PUSHBACK_HEADER, head_status, is_overload, pushback};
 pub use code::{Code, UnknownCode};
 pub use connect::{BackoffConnector, ConnectError, ConnectFuture};
-pub use layer::{BoxError, GrpcFuture, GrpcLayer, GrpcService};
+pub use layer::{BoxError, GrpcFuture, GrpcLayer, GrpcLayerBuilder, GrpcService};
 pub use replay::{DEFAULT_GRPC_REPLAY_LIMIT, GrpcReplay, PREVIOUS_ATTEMPTS_HEADER};
 pub use throttle::bucket_for;
 

@@ -115,6 +115,8 @@ impl<B: Body> Body for ShedBody<B> {
             // The body failed: the response is cut short, and says nothing
             // of the server's capacity.
             Some(Err(_)) => drop(this.slot.take()),
+            // Trailers are a body's last frame.
+            Some(Ok(frame)) if frame.is_trailers() => release(this.slot),
             Some(Ok(_)) => {
                 if this
                     .inner
