@@ -80,17 +80,19 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        let refused = match self.limit.try_acquire() {
-            Ok(permit) => return ShedFuture::calling(self.inner.call(request), permit),
-            Err(refused) => refused,
-        };
         let queue = self
             .limit
             .max_queue_wait()
             .filter(|_| self.clock.can_sleep());
         let Some(max_wait) = queue else {
-            return ShedFuture::refused(refused, self.pushback.clone());
+            return match self.limit.try_acquire() {
+                Ok(permit) => ShedFuture::calling(self.inner.call(request), permit),
+                Err(refused) => ShedFuture::refused(refused, self.pushback.clone()),
+            };
         };
+        if let Some(permit) = self.limit.try_take() {
+            return ShedFuture::calling(self.inner.call(request), permit);
+        }
         // Every slot is taken but the limit queues: wait for one, holding
         // the service this `poll_ready` readied (a clone stays here).
         let clone = self.inner.clone();

@@ -241,6 +241,8 @@ async fn a_queue_waits_for_a_slot_up_to_its_max_wait() {
             .expect("ascii")
             .ends_with("after 30ms in its queue")
     );
+    // Only the call shed counts as a refusal, not the one that waited.
+    assert_eq!(limit.snapshot().refused, 1);
     drop(second);
     assert_eq!((limit.in_flight(), limit.snapshot().queued), (0, 0));
 }
