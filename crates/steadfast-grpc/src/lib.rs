@@ -48,6 +48,15 @@
 //!   recorded when a call ends: see [`metrics`] (a `tracing` event, and with
 //!   the `metrics` feature the `metrics` facade too).
 //!
+//! - **Load protection.** [`GrpcLayerBuilder::concurrency_limit`] holds
+//!   every attempt of the channel's calls to one
+//!   [`ConcurrencyLimit`](steadfast::limit::ConcurrencyLimit) (an adaptive
+//!   one shrinks on `RESOURCE_EXHAUSTED` and `UNAVAILABLE`, [`is_overload`]);
+//!   a call it refuses is answered `RESOURCE_EXHAUSTED` naming the limit,
+//!   and never sent. On the server, [`server::ShedLayer`] answers the calls
+//!   its limit has no slot for with a Trailers-Only `RESOURCE_EXHAUSTED`
+//!   (and `grpc-retry-pushback-ms` if set).
+//!
 //! - **Deadline exceeded, at once.** A call whose next retry (its backoff or
 //!   the server's pushback) would end past its deadline stops then, without
 //!   sleeping, and is answered `DEADLINE_EXCEEDED`, whatever status its last

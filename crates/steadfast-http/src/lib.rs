@@ -49,6 +49,22 @@
 //!   reqwest's own retries off (`reqwest::retry::never()`). If you bring
 //!   your own ([`ClientBuilder::reqwest_client`]), build it that way too.
 //!
+//! ## Load protection
+//!
+//! - **Client**: [`ClientBuilder::concurrency_limit`] holds every attempt
+//!   (first, retry, hedged copy) to a shared
+//!   [`ConcurrencyLimit`](steadfast::limit::ConcurrencyLimit), fixed or
+//!   adaptive; an adaptive one shrinks on the signs of overload the
+//!   classifier names (by default a 429, a 503, a timeout:
+//!   [`DefaultClassifier::is_overload_status`]). A call it refuses is an
+//!   [`Error`] with [`StopReason::LimitReached`](steadfast::StopReason::LimitReached)
+//!   and [`Error::limit_refused`]; nothing is sent.
+//! - **Server**: [`server::ShedLayer`] sheds the requests an axum or hyper
+//!   server's limit has no slot for with 503 and `Retry-After`, holding each
+//!   admitted request's slot until its response body has been sent (or the
+//!   request is dropped), so an adaptive server limit learns from its own
+//!   responses.
+//!
 //! ## One engine
 //!
 //! Nothing here decides a retry. Each call runs `steadfast-tower`'s

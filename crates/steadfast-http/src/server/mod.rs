@@ -22,7 +22,7 @@
 //!   [`ServerDeadlineLayer`](steadfast_tower::ServerDeadlineLayer) answered
 //!   for it) is a drop that shrinks the limit; any other 5xx, an error of
 //!   the service and a request dropped before its end say nothing
-//!   ([`Signal::Ignored`](steadfast::limit::Signal::Ignored)).
+//!   ([`Signal::Ignored`]).
 //! - **Shared by every connection**: the layer holds a clone of the limit,
 //!   and so does every service it makes, so it bounds the whole server
 //!   however many connections (and per-connection service clones) axum or
