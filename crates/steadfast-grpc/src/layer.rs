@@ -7,7 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Request, Response};
@@ -41,9 +41,13 @@ type HedgeRoute<C> = HedgeLayer<Arc<HedgePolicy>, GrpcClassify, GrpcReplay, C>;
 
 /// What a method's calls go through.
 enum Route<C> {
-    Retry(RetryRoute<C>),
-    Hedge(HedgeRoute<C>),
-    Plain { timeout: Option<Duration> },
+    /// A retried method, and its config's timeout.
+    Retry(RetryRoute<C>, Option<Duration>),
+    /// A hedged method, and its config's timeout.
+    Hedge(HedgeRoute<C>, Option<Duration>),
+    Plain {
+        timeout: Option<Duration>,
+    },
 }
 
 /// The routes of a service config, one per method config, in its order.
@@ -303,25 +307,27 @@ impl<C: AsyncClock> GrpcLayerBuilder<C> {
                         .with_classifier(GrpcClassify::retrying(r.retryable_codes()))
                         .replay(GrpcReplay::default())
                         .clock(clock.clone()),
+                    timeout,
                 ),
                 Some(MethodPolicy::Hedging(h)) => Route::Hedge(
                     HedgeLayer::new(h.to_policy()?.to_builder().limits(limits).build()?)
                         .with_classifier(GrpcClassify::retrying(h.non_fatal_codes()))
                         .replay(GrpcReplay::default())
                         .clock(clock.clone()),
+                    timeout,
                 ),
                 None if concurrency.is_some() => {
-                    Route::Retry(once(limits(Limits::default()), &clock)?)
+                    Route::Retry(once(limits(Limits::default()), &clock)?, timeout)
                 }
                 None => Route::Plain { timeout },
             });
         }
         // Calls no method config names take their slot too.
         let unnamed = match &concurrency {
-            Some(l) => Some(Route::Retry(once(
-                Limits::default().with_concurrency_limit(l.clone()),
-                &clock,
-            )?)),
+            Some(l) => Some(Route::Retry(
+                once(Limits::default().with_concurrency_limit(l.clone()), &clock)?,
+                None,
+            )),
             None => None,
         };
         let header = SetDeadlineHeaderLayer::new(DeadlineHeader::GRPC)?.clock(clock.clone());
@@ -423,13 +429,25 @@ where
         let span = tracing::debug_span!("grpc call", method = %request.uri().path());
         let entered = span.enter();
         let method = request.uri().path_and_query().cloned();
-        let kind = match self.routes.route(request.uri().path()) {
-            Some(Route::Retry(layer)) => Kind::Retry {
-                future: layer.run_reported(ready, request),
-            },
-            Some(Route::Hedge(layer)) => Kind::Hedge {
-                future: layer.run_reported(ready, request),
-            },
+        // The call's effective deadline, to judge its last answer by: the
+        // earliest of its own, the method's timeout and the ambient one.
+        let due = |timeout: &Option<Duration>| {
+            let method = timeout.map(|t| Deadline::after(clock.now(), t));
+            Deadline::earliest(Deadline::earliest(own, method), deadline::current())
+        };
+        let (kind, due) = match self.routes.route(request.uri().path()) {
+            Some(Route::Retry(layer, timeout)) => (
+                Kind::Retry {
+                    future: layer.run_reported(ready, request),
+                },
+                due(timeout),
+            ),
+            Some(Route::Hedge(layer, timeout)) => (
+                Kind::Hedge {
+                    future: layer.run_reported(ready, request),
+                },
+                due(timeout),
+            ),
             Some(Route::Plain { timeout }) => {
                 let method = timeout.map(|t| Deadline::after(clock.now(), t));
                 let deadline = Deadline::earliest(own, method);
@@ -445,6 +463,7 @@ where
         GrpcFuture {
             kind,
             deadline: own,
+            due,
             clock,
             span,
             labels: Some(Labels {
@@ -488,6 +507,7 @@ where
     GrpcFuture {
         kind: Kind::Plain { future },
         deadline,
+        due: deadline,
         clock,
         span,
         labels: None,
@@ -508,6 +528,10 @@ pin_project! {
         kind: Kind<S, C, B>,
         // The request's own deadline, ambient around every poll.
         deadline: Option<Deadline>,
+        // The call's effective deadline (its own, the method's timeout,
+        // the ambient one): a failure that arrives at or after it is the
+        // deadline's doing.
+        due: Option<Deadline>,
         clock: C,
         // The call's span: every poll runs inside it.
         span: tracing::Span,
@@ -561,6 +585,7 @@ where
         let _entered = this.span.enter();
         let kind = this.kind;
         let clock = &*this.clock;
+        let due = *this.due;
         let labels = this.labels.as_ref();
         let poll = move || match kind.project() {
             KindProj::Retry { future } => future.poll(cx).map(|report| {
@@ -570,7 +595,7 @@ where
                         delay: report.waited,
                     });
                 }
-                answer(report)
+                answer(report, due, clock.now())
             }),
             KindProj::Hedge { future } => future.poll(cx).map(|report| {
                 if let Some(labels) = labels {
@@ -578,7 +603,7 @@ where
                         hedges: report.hedge.map_or(0, |stats| stats.hedges()),
                     });
                 }
-                answer(report)
+                answer(report, due, clock.now())
             }),
             KindProj::Plain { future } => future.poll(cx).map(|out| match out {
                 Ok(response) => Ok(response),
@@ -603,14 +628,46 @@ where
 /// A retried or hedged call's answer: its response, unless the call stopped
 /// because the next attempt would start past the deadline, which gRPC
 /// reports as `DEADLINE_EXCEEDED` (whatever status the last attempt had).
+/// A failure that arrives at or after the call's deadline (`due`, at
+/// `now`) is the deadline's doing, whatever it says: a server that enforces
+/// the `grpc-timeout` it received answers CANCELLED ("Timeout expired", as
+/// tonic does) a hair after the deadline, and the caller must still see
+/// `DEADLINE_EXCEEDED`.
 fn answer<T: Default, E: Error + Send + Sync + 'static>(
     report: Report<Response<T>, E>,
+    due: Option<Deadline>,
+    now: Instant,
 ) -> Result<Response<T>, BoxError> {
+    let late = due.is_some_and(|d| d.is_expired(now));
     match (report.result, report.stop) {
         (Ok(response), Some(StopReason::Deadline)) => Ok(out_of_time(&response, report.attempts)),
+        (Ok(response), Some(_)) if late && failed(&response) => {
+            Ok(past_deadline(&response, report.attempts))
+        }
         (Ok(response), _) => Ok(response),
+        (Err(e), _) if late && e.reason() != StopReason::LimitReached => Ok(status_response(
+            Code::DeadlineExceeded,
+            &format!("deadline exceeded: {e}"),
+        )),
         (Err(e), _) => call_error(e),
     }
+}
+
+/// Whether a response head says the call failed (a Trailers-Only status
+/// other than OK).
+fn failed<T>(response: &Response<T>) -> bool {
+    crate::head_status(response.headers()).is_some_and(|code| code != Code::Ok)
+}
+
+/// `DEADLINE_EXCEEDED` for a call whose last attempt failed at or after its
+/// deadline (its status names the attempt's own answer).
+#[cold]
+fn past_deadline<T: Default>(last: &Response<T>, attempts: u32) -> Response<T> {
+    let code = crate::head_status(last.headers()).unwrap_or(Code::Unknown);
+    let message = format!(
+        "deadline exceeded: attempt {attempts} ended {code} at or after the call's deadline"
+    );
+    status_response(Code::DeadlineExceeded, &message)
 }
 
 /// `DEADLINE_EXCEEDED` for a call that gave up on `last` (a Trailers-Only
@@ -676,4 +733,63 @@ fn status_response<T: Default>(code: Code, message: &str) -> Response<T> {
         headers.insert("grpc-message", v);
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use steadfast::call::{Ending, Finish, Reported};
+    use steadfast::{Deadline, StopReason};
+
+    use super::*;
+
+    /// A Trailers-Only answer with `code`, as an attempt's final outcome.
+    fn report(code: Code) -> Report<Response<()>, std::io::Error> {
+        let mut ending = Ending::default();
+        ending.attempts = 1;
+        ending.stop = Some(StopReason::Permanent);
+        <Reported as Finish<Response<()>, std::io::Error>>::finish(
+            Ok(status_response(code, "Timeout expired")),
+            || ending,
+        )
+    }
+
+    fn code(answer: &Result<Response<()>, BoxError>) -> Option<Code> {
+        answer
+            .as_ref()
+            .ok()
+            .and_then(|r| crate::head_status(r.headers()))
+    }
+
+    /// #28 item 6: a server that enforces the `grpc-timeout` it got answers
+    /// CANCELLED a hair after the deadline; the caller sees the deadline's
+    /// status, DEADLINE_EXCEEDED. Before the deadline, CANCELLED stands.
+    #[test]
+    fn a_failure_at_or_after_the_deadline_is_deadline_exceeded() {
+        let start = Instant::now();
+        let due = Some(Deadline::after(start, Duration::from_millis(200)));
+        let late = start + Duration::from_millis(201);
+        assert_eq!(
+            code(&answer(report(Code::Cancelled), due, late)),
+            Some(Code::DeadlineExceeded)
+        );
+        assert_eq!(
+            code(&answer(
+                report(Code::Unavailable),
+                due,
+                start + Duration::from_millis(200)
+            )),
+            Some(Code::DeadlineExceeded)
+        );
+        let early = start + Duration::from_millis(150);
+        assert_eq!(
+            code(&answer(report(Code::Cancelled), due, early)),
+            Some(Code::Cancelled)
+        );
+        assert_eq!(
+            code(&answer(report(Code::Cancelled), None, late)),
+            Some(Code::Cancelled)
+        );
+    }
 }

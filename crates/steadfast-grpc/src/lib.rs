@@ -60,7 +60,10 @@
 //! - **Deadline exceeded, at once.** A call whose next retry (its backoff or
 //!   the server's pushback) would end past its deadline stops then, without
 //!   sleeping, and is answered `DEADLINE_EXCEEDED`, whatever status its last
-//!   attempt failed with; so is a call whose deadline passes mid-attempt.
+//!   attempt failed with; so is a call whose deadline passes mid-attempt,
+//!   and any failure that arrives at or after the call's deadline (a server
+//!   that enforces the `grpc-timeout` it received answers CANCELLED "Timeout
+//!   expired" a hair after it, as tonic does: that is the deadline's doing).
 #![warn(missing_docs)]
 
 mod classify;
