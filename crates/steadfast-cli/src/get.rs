@@ -441,6 +441,10 @@ async fn write_body(args: &GetArgs, mut response: Response) -> i32 {
                 }
             }
             Ok(None) => break,
+            Err(e) if e.is_deadline() => {
+                eprintln!("steadfast get: the deadline passed while the body was read: cut off");
+                return TIMEOUT;
+            }
             Err(e) => {
                 eprintln!("steadfast get: the body was cut off: {e}");
                 return TRANSPORT;

@@ -11,7 +11,7 @@ use http::HeaderName;
 use steadfast::RetryError;
 use steadfast::call::{Ending, Lend, Reported};
 use steadfast::clock::{Clock, DefaultClock};
-use steadfast::{HedgePolicy, RetryPolicy, deadline};
+use steadfast::{Deadline, HedgePolicy, RetryPolicy, deadline};
 use steadfast_tower::layer::Runs;
 use steadfast_tower::replay::Replay;
 use steadfast_tower::{HedgeLayer, HedgeService, PolicyService, RetryLayer, RetryService};
@@ -114,7 +114,7 @@ where
         request: reqwest::Request,
         retry_anyway: Option<bool>,
         why_once: NotRetried,
-    ) -> Result<(reqwest::Response, Ending), Error> {
+    ) -> Result<(reqwest::Response, Ending, Option<Deadline>), Error> {
         let method = request.method().clone();
         let idempotent = is_idempotent(&method);
         let retryable = retry_anyway.unwrap_or_else(|| {
@@ -131,11 +131,13 @@ where
         // it; then by the policies' own rule, here (the executor works out
         // its own).
         let config = &self.attempt;
+        // The call's own, which also bounds reading the response's body
+        // (the clock is read only for a policy with a `max_elapsed`).
+        let (call_deadline, _) = config
+            .limits
+            .deadline(deadline::current(), || config.clock.now());
         let deadline = if config.attempt_timeout {
-            let (deadline, _) = config
-                .limits
-                .deadline(deadline::current(), || config.clock.now());
-            CallDeadline::Known(deadline)
+            CallDeadline::Known(call_deadline)
         } else {
             CallDeadline::OfAttempt
         };
@@ -151,7 +153,7 @@ where
             }
         };
         match result {
-            Ok(response) => Ok((response, ending)),
+            Ok(response) => Ok((response, ending, call_deadline)),
             Err(e) => {
                 let e = Error::from_call(method, e, ending);
                 Err(if retryable {

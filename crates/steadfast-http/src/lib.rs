@@ -112,7 +112,7 @@ mod retry_after;
 pub mod server;
 
 pub use classify::{DefaultClassifier, Outcome, is_idempotent};
-pub use client::{BuildError, Client, ClientBuilder, RequestBuilder, Response};
+pub use client::{BodyError, BuildError, Client, ClientBuilder, RequestBuilder, Response};
 pub use error::{Error, NotRetried};
 pub use event::{AttemptEnd, AttemptEvent};
 pub use redact::RedactedUrl;

@@ -8,6 +8,11 @@
 //! `Retry-After`; it does not retry POST or 501 by default; a streaming
 //! body is sent (once) instead of failing; and the response says how many
 //! attempts it took (the core's [`Ending`](steadfast::call::Ending) in its extensions).
+//! The response is reqwest's own, so reading its body is **not** bounded by
+//! the call's deadline (as [`Client`](crate::Client)'s
+//! [`Response`](crate::Response) bounds it): the deadline rides in its
+//! extensions too (a [`Deadline`](steadfast::Deadline), when the call had
+//! one), for `steadfast::deadline::timeout_at`.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -103,8 +108,14 @@ impl Middleware for RetryMiddleware {
             )
             .await
         {
-            Ok((mut response, ending)) => {
+            Ok((mut response, ending, deadline)) => {
                 response.extensions_mut().insert(ending);
+                // reqwest-middleware hands back reqwest's own response, whose
+                // body reads know nothing of the call's deadline: it rides
+                // in the extensions for the caller to bound them.
+                if let Some(deadline) = deadline {
+                    response.extensions_mut().insert(deadline);
+                }
                 Ok(response)
             }
             Err(error) => {

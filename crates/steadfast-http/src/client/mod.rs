@@ -1,5 +1,6 @@
 //! [`Client`]: a `reqwest::Client` whose calls survive flaky servers.
 
+mod body_error;
 mod builder;
 mod request;
 mod response;
@@ -10,6 +11,7 @@ use std::sync::Arc;
 use http::Method;
 use reqwest::IntoUrl;
 
+pub use body_error::BodyError;
 pub use builder::{BuildError, ClientBuilder};
 pub use request::RequestBuilder;
 pub use response::Response;
@@ -157,11 +159,11 @@ impl Client {
             None => NotRetried::StreamingBody,
         };
         let shared = &*self.shared;
-        let (response, report) = shared
+        let (response, report, deadline) = shared
             .engine
             .run(&shared.rules, request, retry_anyway, why_once)
             .await?;
-        Ok(Response::new(response, report))
+        Ok(Response::new(response, report, deadline))
     }
 
     /// The inner `reqwest::Client` (its retries off unless you gave one
