@@ -21,6 +21,7 @@
 //! | [`ServerDeadlineLayer`] | reads it back on the server into the handler's ambient deadline; drops the handler when it passes |
 //! | [`ControlLayer`] | a shared `RetryControl` at the front door: client-side throttling refuses locally; outcomes are recorded |
 //! | [`ConcurrencyLimitLayer`] | a shared concurrency limit (fixed or adaptive, shared by every clone): refuses at once, or holds callers back in `poll_ready` |
+//! | [`ShedLayer`] | server-side load shedding over `http`: a slot of a shared limit per request (or a bounded wait in its queue), held by the response body until its end, the rest answered with a protocol's refusal ([`Shedding`]) |
 //!
 //! ## The tower contract
 //!
@@ -101,6 +102,7 @@ mod policy;
 mod prepare;
 pub mod replay;
 pub mod retry;
+pub mod shed;
 mod timer;
 
 pub use control::{Control, ControlError, ControlFuture, ControlLayer};
@@ -109,6 +111,7 @@ pub use hedge::{HedgeLayer, HedgeService};
 pub use layer::{PolicyLayer, PolicyService};
 pub use limit::{ConcurrencyLimitLayer, ConcurrencyLimitService, LimitError, LimitFuture};
 pub use retry::{RetryLayer, RetryService};
+pub use shed::{ShedLayer, Shedding};
 pub use timer::{PreciseClock, PreciseSleep};
 
 /// The crate README's program, compiled as a doctest.

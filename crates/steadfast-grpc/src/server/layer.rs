@@ -8,7 +8,7 @@ use steadfast::clock::{AsyncClock, DefaultClock};
 use steadfast::limit::ConcurrencyLimit;
 use tower_layer::Layer;
 
-use super::service::Shed;
+use super::{GrpcShedding, Shed};
 
 /// Sheds the gRPC calls a [`ConcurrencyLimit`] has no slot for: they are
 /// answered at once with a Trailers-Only `RESOURCE_EXHAUSTED` naming the
@@ -38,18 +38,19 @@ use super::service::Shed;
 /// assert_eq!(shed.headers()["grpc-retry-pushback-ms"], "250");
 /// # Ok(()) }
 /// ```
+///
+/// It is steadfast-tower's [`ShedLayer`](steadfast_tower::shed::ShedLayer)
+/// with [`GrpcShedding`], and its builder.
 #[derive(Clone)]
 pub struct ShedLayer<C = DefaultClock> {
-    pub(super) limit: ConcurrencyLimit,
-    pub(super) pushback: Option<HeaderValue>,
-    pub(super) clock: C,
+    inner: steadfast_tower::shed::ShedLayer<GrpcShedding, C>,
 }
 
 impl<C> fmt::Debug for ShedLayer<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ShedLayer")
-            .field("limit", &self.limit)
-            .field("pushback", &self.pushback)
+            .field("limit", self.inner.limit())
+            .field("pushback", &self.inner.protocol().pushback)
             .finish_non_exhaustive()
     }
 }
@@ -68,9 +69,7 @@ impl ShedLayer {
     #[must_use]
     pub fn new(limit: ConcurrencyLimit) -> Self {
         Self {
-            limit,
-            pushback: None,
-            clock: DefaultClock::default(),
+            inner: steadfast_tower::shed::ShedLayer::new(limit, GrpcShedding::default()),
         }
     }
 }
@@ -92,7 +91,8 @@ impl<C> ShedLayer<C> {
     pub fn pushback(mut self, wait: Duration) -> Self {
         let nanos = wait.as_nanos();
         let ms = nanos / 1_000_000 + u128::from(!nanos.is_multiple_of(1_000_000));
-        self.pushback = Some(HeaderValue::from(u64::try_from(ms).unwrap_or(u64::MAX)));
+        self.inner.protocol_mut().pushback =
+            Some(HeaderValue::from(u64::try_from(ms).unwrap_or(u64::MAX)));
         self
     }
 
@@ -109,9 +109,7 @@ impl<C> ShedLayer<C> {
     #[must_use]
     pub fn clock<C2: AsyncClock>(self, clock: C2) -> ShedLayer<C2> {
         ShedLayer {
-            limit: self.limit,
-            pushback: self.pushback,
-            clock,
+            inner: self.inner.clock(clock),
         }
     }
 
@@ -126,7 +124,7 @@ impl<C> ShedLayer<C> {
     /// ```
     #[must_use]
     pub fn limit(&self) -> &ConcurrencyLimit {
-        &self.limit
+        self.inner.limit()
     }
 
     /// The `grpc-retry-pushback-ms` value a refusal carries, if any.
@@ -141,7 +139,14 @@ impl<C> ShedLayer<C> {
     /// ```
     #[must_use]
     pub fn pushback_header(&self) -> Option<&HeaderValue> {
-        self.pushback.as_ref()
+        self.inner.protocol().pushback_header()
+    }
+
+    /// The steadfast-tower layer it is, to use as one (in a stack generic
+    /// over [`Shedding`](steadfast_tower::shed::Shedding)).
+    #[must_use]
+    pub fn into_inner(self) -> steadfast_tower::shed::ShedLayer<GrpcShedding, C> {
+        self.inner
     }
 }
 
@@ -149,11 +154,6 @@ impl<S, C: Clone> Layer<S> for ShedLayer<C> {
     type Service = Shed<S, C>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Shed {
-            inner,
-            limit: self.limit.clone(),
-            pushback: self.pushback.clone(),
-            clock: self.clock.clone(),
-        }
+        self.inner.layer(inner)
     }
 }

@@ -32,6 +32,11 @@
 //! - **Shared by every connection**: the layer and every service it makes
 //!   hold clones of one limit.
 //!
+//! The machinery is steadfast-tower's
+//! [`shed`](steadfast_tower::shed) layer; this module adds what gRPC says
+//! ([`GrpcShedding`]): the Trailers-Only refusal and its pushback, and the
+//! signal of a call's `grpc-status`.
+//!
 //! ```no_run
 //! use steadfast::limit::ConcurrencyLimit;
 //! use steadfast_grpc::server::ShedLayer;
@@ -44,20 +49,78 @@
 //! # Ok(()) }
 //! ```
 
-mod body;
-mod future;
 mod layer;
-mod service;
+mod refusal;
 
-pub use body::ShedBody;
-pub use future::ShedFuture;
 pub use layer::ShedLayer;
-pub use service::Shed;
+pub use refusal::GrpcShedding;
 
 use http::HeaderMap;
+use steadfast::clock::DefaultClock;
 use steadfast::limit::Signal;
 
 use crate::Code;
+
+/// A gRPC service behind a [`ShedLayer`]: each call takes a slot of the
+/// layer's limit (every clone shares it) or is answered
+/// `RESOURCE_EXHAUSTED`. It is [`steadfast_tower::shed::Shed`] with the
+/// gRPC refusal ([`GrpcShedding`]).
+///
+/// ```
+/// use steadfast::limit::ConcurrencyLimit;
+/// use steadfast_grpc::server::ShedLayer;
+/// use tower::{Layer, ServiceExt, service_fn};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let limit = ConcurrencyLimit::fixed(2).build()?;
+/// let handler = service_fn(|_: http::Request<()>| async {
+///     Ok::<_, std::convert::Infallible>(http::Response::new(String::from("message")))
+/// });
+/// let service = ShedLayer::new(limit.clone()).layer(handler);
+/// let response = service.oneshot(http::Request::new(())).await?;
+/// assert_eq!(limit.in_flight(), 1); // until the response body is done
+/// drop(response);
+/// assert_eq!(limit.in_flight(), 0);
+/// # Ok(()) }
+/// ```
+pub type Shed<S, C = DefaultClock> = steadfast_tower::shed::Shed<S, GrpcShedding, C>;
+
+/// The future of a [`Shed`] call: the service's response with the call's
+/// slot in its body, or a Trailers-Only `RESOURCE_EXHAUSTED` for a call the
+/// limit had no slot for. Dropped before it is done (the connection went
+/// away), it gives back the slot it holds, or leaves the limit's queue.
+pub type ShedFuture<S, B, C = DefaultClock> =
+    steadfast_tower::shed::ShedFuture<S, B, GrpcShedding, C>;
+
+/// The body of a response through a [`Shed`] service: the service's own
+/// body, holding the call's slot of the limit until its end (then the slot
+/// goes back with what the call's `grpc-status` says, see the
+/// [module docs](self)) or until it is dropped unfinished
+/// ([`Signal::Ignored`]); or the empty body of a shed call.
+///
+/// ```
+/// use steadfast::limit::ConcurrencyLimit;
+/// use steadfast_grpc::server::ShedLayer;
+/// use tower::{Layer, ServiceExt, service_fn};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let limit = ConcurrencyLimit::fixed(4).build()?;
+/// let handler = service_fn(|_: http::Request<()>| async {
+///     Ok::<_, std::convert::Infallible>(http::Response::new(String::from("message")))
+/// });
+/// let response = ShedLayer::new(limit.clone()).layer(handler).oneshot(http::Request::new(())).await?;
+/// assert!(response.body().holds_slot());
+/// drop(response);
+/// let handler = service_fn(|_: http::Request<()>| async {
+///     Ok::<_, std::convert::Infallible>(http::Response::new(String::new()))
+/// });
+/// let response = ShedLayer::new(limit).layer(handler).oneshot(http::Request::new(())).await?;
+/// assert!(!response.body().holds_slot()); // nothing to send: given back
+/// # Ok(()) }
+/// ```
+pub type ShedBody<B> = steadfast_tower::shed::ShedBody<B, GrpcShedding>;
 
 /// What a call that ended with `code` tells the server's limit.
 fn signal_of(code: Code) -> Signal {

@@ -1,9 +1,7 @@
 use std::convert::Infallible;
-use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::Context;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -171,42 +169,6 @@ async fn a_full_limit_answers_trailers_only_resource_exhausted_without_calling_t
     );
     drop(held);
     assert_eq!(limit.in_flight(), 0);
-}
-
-#[tokio::test]
-async fn a_call_dropped_in_the_service_or_unfinished_gives_its_slot_back_as_nothing() {
-    let limit = probe();
-    let service = ShedLayer::new(limit.clone()).layer(service_fn(|_: Request<()>| {
-        std::future::pending::<Result<Response<Frames>, Infallible>>()
-    }));
-    let mut future = Box::pin(service.oneshot(Request::new(())));
-    let waker = futures::task::noop_waker();
-    assert!(
-        future
-            .as_mut()
-            .poll(&mut Context::from_waker(&waker))
-            .is_pending()
-    );
-    assert_eq!(limit.in_flight(), 1);
-    drop(future);
-    assert_eq!(
-        (limit.in_flight(), limit.limit()),
-        (0, after(Signal::Ignored))
-    );
-
-    let limit = probe();
-    let service = ShedLayer::new(limit.clone()).layer(service_fn(|_: Request<()>| async {
-        Ok::<_, Infallible>(streamed(Code::Ok))
-    }));
-    let response = service.oneshot(Request::new(())).await.expect("served");
-    let mut body = Box::pin(response.into_body());
-    let _ = body.frame().await;
-    assert_eq!(limit.in_flight(), 1);
-    drop(body);
-    assert_eq!(
-        (limit.in_flight(), limit.limit()),
-        (0, after(Signal::Ignored))
-    );
 }
 
 #[tokio::test(start_paused = true)]

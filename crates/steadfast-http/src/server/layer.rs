@@ -1,14 +1,16 @@
-//! [`ShedLayer`]: the layer, and its settings.
+//! [`ShedLayer`]: the layer, its settings, and what HTTP adds to
+//! steadfast-tower's shedding ([`HttpShedding`]).
 
 use std::fmt;
 use std::time::Duration;
 
-use http::HeaderValue;
+use http::{HeaderMap, HeaderValue, Response, StatusCode, response::Parts};
 use steadfast::clock::{AsyncClock, DefaultClock};
-use steadfast::limit::ConcurrencyLimit;
+use steadfast::limit::{ConcurrencyLimit, LimitRefused, Signal};
+use steadfast_tower::shed::Shedding;
 use tower_layer::Layer;
 
-use super::service::Shed;
+use super::{Shed, signal_of};
 
 /// The `Retry-After` a [`ShedLayer`] answers with unless told otherwise:
 /// one second.
@@ -47,18 +49,19 @@ pub const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
 /// assert_eq!(limit.in_flight(), 0);
 /// # Ok(()) }
 /// ```
+///
+/// It is steadfast-tower's [`ShedLayer`](steadfast_tower::shed::ShedLayer)
+/// with [`HttpShedding`], and its builder.
 #[derive(Clone)]
 pub struct ShedLayer<C = DefaultClock> {
-    pub(super) limit: ConcurrencyLimit,
-    pub(super) retry_after: Option<HeaderValue>,
-    pub(super) clock: C,
+    inner: steadfast_tower::shed::ShedLayer<HttpShedding, C>,
 }
 
 impl<C> fmt::Debug for ShedLayer<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ShedLayer")
-            .field("limit", &self.limit)
-            .field("retry_after", &self.retry_after)
+            .field("limit", self.inner.limit())
+            .field("retry_after", &self.inner.protocol().retry_after)
             .finish_non_exhaustive()
     }
 }
@@ -76,9 +79,7 @@ impl ShedLayer {
     #[must_use]
     pub fn new(limit: ConcurrencyLimit) -> Self {
         Self {
-            limit,
-            retry_after: Some(retry_after_value(DEFAULT_RETRY_AFTER)),
-            clock: DefaultClock::default(),
+            inner: steadfast_tower::shed::ShedLayer::new(limit, HttpShedding::default()),
         }
     }
 }
@@ -98,7 +99,7 @@ impl<C> ShedLayer<C> {
     /// ```
     #[must_use]
     pub fn retry_after(mut self, wait: Duration) -> Self {
-        self.retry_after = Some(retry_after_value(wait));
+        self.inner.protocol_mut().retry_after = Some(retry_after_value(wait));
         self
     }
 
@@ -113,7 +114,7 @@ impl<C> ShedLayer<C> {
     /// ```
     #[must_use]
     pub fn no_retry_after(mut self) -> Self {
-        self.retry_after = None;
+        self.inner.protocol_mut().retry_after = None;
         self
     }
 
@@ -131,9 +132,7 @@ impl<C> ShedLayer<C> {
     #[must_use]
     pub fn clock<C2: AsyncClock + Clone>(self, clock: C2) -> ShedLayer<C2> {
         ShedLayer {
-            limit: self.limit,
-            retry_after: self.retry_after,
-            clock,
+            inner: self.inner.clock(clock),
         }
     }
 
@@ -148,7 +147,7 @@ impl<C> ShedLayer<C> {
     /// ```
     #[must_use]
     pub fn limit(&self) -> &ConcurrencyLimit {
-        &self.limit
+        self.inner.limit()
     }
 
     /// The `Retry-After` value a shed request gets, if any.
@@ -161,7 +160,14 @@ impl<C> ShedLayer<C> {
     /// ```
     #[must_use]
     pub fn retry_after_header(&self) -> Option<&HeaderValue> {
-        self.retry_after.as_ref()
+        self.inner.protocol().retry_after.as_ref()
+    }
+
+    /// The steadfast-tower layer it is, to use as one (in a stack generic
+    /// over [`Shedding`]).
+    #[must_use]
+    pub fn into_inner(self) -> steadfast_tower::shed::ShedLayer<HttpShedding, C> {
+        self.inner
     }
 }
 
@@ -169,12 +175,68 @@ impl<S, C: Clone> Layer<S> for ShedLayer<C> {
     type Service = Shed<S, C>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Shed {
-            inner,
-            limit: self.limit.clone(),
-            retry_after: self.retry_after.clone(),
-            clock: self.clock.clone(),
+        self.inner.layer(inner)
+    }
+}
+
+/// What HTTP adds to steadfast-tower's shedding: a shed request is
+/// answered `503 Service Unavailable` with the layer's `Retry-After` (if
+/// any), and a response tells the limit what its status says (a 503 or 504
+/// is a drop, any other 5xx nothing, the rest a success; see the
+/// [module docs](super)). [`ShedLayer`] is the layer with it.
+///
+/// ```
+/// use steadfast::limit::ConcurrencyLimit;
+/// use steadfast_http::server::HttpShedding;
+/// use steadfast_tower::shed::ShedLayer;
+///
+/// # fn main() -> Result<(), steadfast::ConfigError> {
+/// // The same layer as `steadfast_http::server::ShedLayer::new(limit)`.
+/// let layer = ShedLayer::new(ConcurrencyLimit::fixed(64).build()?, HttpShedding::default());
+/// assert_eq!(layer.protocol().retry_after_header().map(|v| v.to_str().unwrap()), Some("1"));
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct HttpShedding {
+    retry_after: Option<HeaderValue>,
+}
+
+impl Default for HttpShedding {
+    /// A `Retry-After` of [`DEFAULT_RETRY_AFTER`].
+    fn default() -> Self {
+        Self {
+            retry_after: Some(retry_after_value(DEFAULT_RETRY_AFTER)),
         }
+    }
+}
+
+impl HttpShedding {
+    /// The `Retry-After` value a shed request gets, if any.
+    #[must_use]
+    pub fn retry_after_header(&self) -> Option<&HeaderValue> {
+        self.retry_after.as_ref()
+    }
+}
+
+impl Shedding for HttpShedding {
+    fn refused(&self, _refused: &LimitRefused) -> Response<()> {
+        let mut response = Response::new(());
+        *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+        if let Some(value) = &self.retry_after {
+            response
+                .headers_mut()
+                .insert(http::header::RETRY_AFTER, value.clone());
+        }
+        response
+    }
+
+    fn on_head(&self, head: &Parts) -> Option<Signal> {
+        Some(signal_of(head.status))
+    }
+
+    /// Trailers say nothing over HTTP: the status has said it.
+    fn on_trailers(&self, _trailers: &HeaderMap) -> Option<Signal> {
+        None
     }
 }
 

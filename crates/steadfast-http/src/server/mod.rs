@@ -43,24 +43,82 @@
 //! # Ok(()) }
 //! ```
 //!
+//! The machinery is steadfast-tower's
+//! [`shed`](steadfast_tower::shed) layer; this module adds what HTTP says
+//! ([`HttpShedding`]): the 503 and its `Retry-After`, and the signal of a
+//! response's status.
+//!
 //! A client built with steadfast-http classifies the 503 as a sign of
 //! overload, so an adaptive limit on the client
 //! ([`ClientBuilder::concurrency_limit`](crate::ClientBuilder::concurrency_limit))
 //! shrinks while the server sheds, and waits the `Retry-After` (clamped by
 //! its `max_delay` and deadline) before it retries.
 
-mod body;
-mod future;
 mod layer;
-mod service;
 
-pub use body::ShedBody;
-pub use future::ShedFuture;
-pub use layer::{DEFAULT_RETRY_AFTER, ShedLayer};
-pub use service::Shed;
+pub use layer::{DEFAULT_RETRY_AFTER, HttpShedding, ShedLayer};
 
 use http::StatusCode;
+use steadfast::clock::DefaultClock;
 use steadfast::limit::Signal;
+
+/// A service behind a [`ShedLayer`]: each request takes a slot of the
+/// layer's limit (every clone shares it) or is answered 503. It is
+/// [`steadfast_tower::shed::Shed`] with the HTTP refusal ([`HttpShedding`]).
+///
+/// ```
+/// use steadfast::limit::ConcurrencyLimit;
+/// use steadfast_http::server::ShedLayer;
+/// use tower::{Layer, ServiceExt, service_fn};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let limit = ConcurrencyLimit::fixed(2).build()?;
+/// let handler = service_fn(|_: http::Request<()>| async {
+///     Ok::<_, std::convert::Infallible>(http::Response::new(String::new()))
+/// });
+/// let service = ShedLayer::new(limit.clone()).layer(handler);
+/// let response = service.clone().oneshot(http::Request::new(())).await?;
+/// // An empty body is done as soon as the response is made: the slot is back.
+/// assert_eq!((response.status(), limit.in_flight()), (http::StatusCode::OK, 0));
+/// # Ok(()) }
+/// ```
+pub type Shed<S, C = DefaultClock> = steadfast_tower::shed::Shed<S, HttpShedding, C>;
+
+/// The future of a [`Shed`] call: the service's response with the
+/// request's slot in its body, or a 503 for a request the limit had no slot
+/// for. Dropped before it is done (the connection went away), it gives back
+/// the slot it holds, or leaves the limit's queue.
+pub type ShedFuture<S, B, C = DefaultClock> =
+    steadfast_tower::shed::ShedFuture<S, B, HttpShedding, C>;
+
+/// The body of a response through a [`Shed`] service: the service's own
+/// body, holding the request's slot of the limit until its last frame has
+/// been read (then the slot goes back with what the response's status
+/// says, see the [module docs](self)) or until it is dropped unfinished
+/// (the slot goes back as [`Signal::Ignored`]); or the empty body of a shed
+/// request.
+///
+/// ```
+/// use http_body_util::BodyExt;
+/// use steadfast::limit::ConcurrencyLimit;
+/// use steadfast_http::server::ShedLayer;
+/// use tower::{Layer, ServiceExt, service_fn};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let limit = ConcurrencyLimit::fixed(4).build()?;
+/// let handler = service_fn(|_: http::Request<()>| async {
+///     Ok::<_, std::convert::Infallible>(http::Response::new(String::from("report")))
+/// });
+/// let response = ShedLayer::new(limit.clone()).layer(handler).oneshot(http::Request::new(())).await?;
+/// assert_eq!(limit.in_flight(), 1); // the body is not sent yet
+/// assert!(response.body().holds_slot());
+/// let body = response.into_body().collect().await?.to_bytes();
+/// assert_eq!((&body[..], limit.in_flight()), (&b"report"[..], 0));
+/// # Ok(()) }
+/// ```
+pub type ShedBody<B> = steadfast_tower::shed::ShedBody<B, HttpShedding>;
 
 /// What a response with `status` tells the server's limit.
 fn signal_of(status: StatusCode) -> Signal {

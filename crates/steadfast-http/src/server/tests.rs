@@ -1,14 +1,12 @@
 use std::convert::Infallible;
 use std::future::Future;
-use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::Context;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full, StreamBody};
+use http_body_util::{BodyExt, Full};
 use steadfast::clock::VirtualClock;
 use steadfast::limit::{Aimd, ConcurrencyLimit, Signal};
 use tower::{Layer, Service, ServiceExt, service_fn};
@@ -161,133 +159,8 @@ async fn a_full_limit_sheds_with_503_and_retry_after_without_calling_the_service
     assert_eq!(limit.in_flight(), 0);
 }
 
-#[tokio::test]
-async fn a_request_dropped_in_the_service_gives_its_slot_back() {
-    let limit = probe();
-    let service = ShedLayer::new(limit.clone()).layer(service_fn(|_: Request<()>| {
-        std::future::pending::<Result<Response<Full<Bytes>>, Infallible>>()
-    }));
-    let mut future = Box::pin(service.oneshot(Request::new(())));
-    let waker = futures::task::noop_waker();
-    let mut cx = Context::from_waker(&waker);
-    assert!(future.as_mut().poll(&mut cx).is_pending());
-    assert_eq!(limit.in_flight(), 1);
-    drop(future);
-    // Back, and as nothing: a cancelled request is no sample.
-    assert_eq!(
-        (limit.in_flight(), limit.limit()),
-        (0, after(Signal::Ignored))
-    );
-}
-
-#[tokio::test]
-async fn a_body_dropped_unfinished_or_failing_gives_its_slot_back_as_nothing() {
-    let limit = probe();
-    let service = ShedLayer::new(limit.clone()).layer(handler(Arc::default()));
-    let response = service.oneshot(Request::new(())).await.expect("served");
-    assert_eq!(limit.in_flight(), 1);
-    drop(response);
-    assert_eq!(
-        (limit.in_flight(), limit.limit()),
-        (0, after(Signal::Ignored))
-    );
-
-    let limit = probe();
-    let service = ShedLayer::new(limit.clone()).layer(service_fn(|_: Request<()>| async {
-        let frames = futures::stream::iter([
-            Ok(http_body::Frame::data(Bytes::from_static(b"partial"))),
-            Err(std::io::Error::other("the stream broke")),
-        ]);
-        Ok::<_, Infallible>(Response::new(StreamBody::new(frames)))
-    }));
-    let response = service.oneshot(Request::new(())).await.expect("served");
-    let mut body = pin!(response.into_body());
-    let first = body.frame().await.expect("a frame").expect("data");
-    assert_eq!(first.into_data().ok().as_deref(), Some(&b"partial"[..]));
-    assert_eq!(limit.in_flight(), 1);
-    assert!(body.frame().await.expect("a frame").is_err());
-    assert_eq!(
-        (limit.in_flight(), limit.limit()),
-        (0, after(Signal::Ignored))
-    );
-}
-
-#[tokio::test]
-async fn clones_share_one_limit() {
-    let limit = ConcurrencyLimit::fixed(3).build().expect("limit");
-    let service = ShedLayer::new(limit.clone()).layer(handler(Arc::default()));
-    let mut statuses = Vec::new();
-    let mut held = Vec::new();
-    for _ in 0..10 {
-        let response = service
-            .clone()
-            .oneshot(Request::new(()))
-            .await
-            .expect("answered");
-        statuses.push(response.status().as_u16());
-        held.push(response);
-    }
-    assert_eq!(statuses, [200, 200, 200, 503, 503, 503, 503, 503, 503, 503]);
-    assert_eq!(limit.in_flight(), 3);
-    drop(held);
-    assert_eq!(limit.in_flight(), 0);
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_queue_waits_for_a_slot_up_to_its_max_wait() {
-    let limit = ConcurrencyLimit::fixed(1)
-        .queue(4, Duration::from_millis(50))
-        .build()
-        .expect("limit");
-    let calls = Arc::new(AtomicUsize::new(0));
-    let service = ShedLayer::new(limit.clone()).layer(handler(Arc::clone(&calls)));
-    let first = service
-        .clone()
-        .oneshot(Request::new(()))
-        .await
-        .expect("served");
-    // The second waits; the first's body is read 20 ms later, its slot
-    // handed over.
-    let second = tokio::spawn(service.clone().oneshot(Request::new(())));
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    assert_eq!(
-        (limit.snapshot().queued, calls.load(Ordering::SeqCst)),
-        (1, 1)
-    );
-    let _ = first.into_body().collect().await.expect("body");
-    let second = second.await.expect("joined").expect("served");
-    assert_eq!(second.status(), StatusCode::OK);
-    assert_eq!((limit.in_flight(), calls.load(Ordering::SeqCst)), (1, 2));
-
-    // The third waits its 50 ms for a slot that does not come: shed.
-    let started = tokio::time::Instant::now();
-    let third = service
-        .clone()
-        .oneshot(Request::new(()))
-        .await
-        .expect("answered");
-    assert_eq!(third.status(), StatusCode::SERVICE_UNAVAILABLE);
-    assert_eq!(started.elapsed(), Duration::from_millis(50));
-    assert_eq!(
-        (limit.snapshot().queued, calls.load(Ordering::SeqCst)),
-        (0, 2)
-    );
-
-    // A request dropped while it waits leaves the queue.
-    let mut waiting = Box::pin(service.oneshot(Request::new(())));
-    let waker = futures::task::noop_waker();
-    assert!(
-        waiting
-            .as_mut()
-            .poll(&mut Context::from_waker(&waker))
-            .is_pending()
-    );
-    assert_eq!(limit.snapshot().queued, 1);
-    drop(waiting);
-    assert_eq!(limit.snapshot().queued, 0);
-    drop(second);
-    assert_eq!(limit.in_flight(), 0);
-}
+// Dropped requests and bodies, failing bodies, the queue and clones
+// sharing one limit are steadfast-tower's shed tests.
 
 trait EmptyBody {
     fn is_end_stream_empty(&self) -> bool;

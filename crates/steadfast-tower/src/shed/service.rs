@@ -3,46 +3,28 @@
 use std::fmt;
 use std::task::{Context, Poll};
 
-use http::{HeaderValue, Request, Response};
+use http::{Request, Response};
 use http_body::Body;
 use steadfast::clock::{AsyncClock, DefaultClock};
 use steadfast::limit::ConcurrencyLimit;
 use tower_service::Service;
 
+use super::Shedding;
 use super::body::ShedBody;
 use super::future::ShedFuture;
 
-/// A gRPC service behind a [`ShedLayer`](super::ShedLayer): each call takes
-/// a slot of the layer's limit (every clone shares it) or is answered
-/// `RESOURCE_EXHAUSTED`.
-///
-/// ```
-/// use steadfast::limit::ConcurrencyLimit;
-/// use steadfast_grpc::server::ShedLayer;
-/// use tower::{Layer, ServiceExt, service_fn};
-///
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let limit = ConcurrencyLimit::fixed(2).build()?;
-/// let handler = service_fn(|_: http::Request<()>| async {
-///     Ok::<_, std::convert::Infallible>(http::Response::new(String::from("message")))
-/// });
-/// let service = ShedLayer::new(limit.clone()).layer(handler);
-/// let response = service.oneshot(http::Request::new(())).await?;
-/// assert_eq!(limit.in_flight(), 1); // until the response body is done
-/// drop(response);
-/// assert_eq!(limit.in_flight(), 0);
-/// # Ok(()) }
-/// ```
+/// A service behind a [`ShedLayer`](super::ShedLayer): each request takes a
+/// slot of the layer's limit (every clone shares it) or is answered with
+/// the protocol's refusal.
 #[derive(Clone)]
-pub struct Shed<S, C = DefaultClock> {
-    pub(super) inner: S,
-    pub(super) limit: ConcurrencyLimit,
-    pub(super) pushback: Option<HeaderValue>,
-    pub(super) clock: C,
+pub struct Shed<S, P, C = DefaultClock> {
+    inner: S,
+    limit: ConcurrencyLimit,
+    protocol: P,
+    clock: C,
 }
 
-impl<S: fmt::Debug, C> fmt::Debug for Shed<S, C> {
+impl<S: fmt::Debug, P, C> fmt::Debug for Shed<S, P, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Shed")
             .field("inner", &self.inner)
@@ -51,7 +33,16 @@ impl<S: fmt::Debug, C> fmt::Debug for Shed<S, C> {
     }
 }
 
-impl<S, C> Shed<S, C> {
+impl<S, P, C> Shed<S, P, C> {
+    pub(super) fn new(inner: S, limit: ConcurrencyLimit, protocol: P, clock: C) -> Self {
+        Self {
+            inner,
+            limit,
+            protocol,
+            clock,
+        }
+    }
+
     /// The limit this service takes its slots of.
     #[must_use]
     pub fn limit(&self) -> &ConcurrencyLimit {
@@ -65,33 +56,35 @@ impl<S, C> Shed<S, C> {
     }
 }
 
-impl<S, C, B, ResBody> Service<Request<B>> for Shed<S, C>
+impl<S, P, C, B, ResBody> Service<Request<B>> for Shed<S, P, C>
 where
     S: Service<Request<B>, Response = Response<ResBody>> + Clone,
     ResBody: Body,
+    P: Shedding,
     C: AsyncClock,
 {
-    type Response = Response<ShedBody<ResBody>>;
+    type Response = Response<ShedBody<ResBody, P>>;
     type Error = S::Error;
-    type Future = ShedFuture<S, B, C>;
+    type Future = ShedFuture<S, B, P, C>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
+        let protocol = self.protocol.clone();
         let queue = self
             .limit
             .max_queue_wait()
             .filter(|_| self.clock.can_sleep());
         let Some(max_wait) = queue else {
             return match self.limit.try_acquire() {
-                Ok(permit) => ShedFuture::calling(self.inner.call(request), permit),
-                Err(refused) => ShedFuture::refused(refused, self.pushback.clone()),
+                Ok(permit) => ShedFuture::calling(self.inner.call(request), permit, protocol),
+                Err(refused) => ShedFuture::refused(refused, protocol),
             };
         };
         if let Some(permit) = self.limit.try_take() {
-            return ShedFuture::calling(self.inner.call(request), permit);
+            return ShedFuture::calling(self.inner.call(request), permit, protocol);
         }
         // Every slot is taken but the limit queues: wait for one, holding
         // the service this `poll_ready` readied (a clone stays here).
@@ -103,7 +96,7 @@ where
             self.clock.clone(),
             ready,
             request,
-            self.pushback.clone(),
+            protocol,
         )
     }
 }

@@ -1,4 +1,4 @@
-//! [`ShedFuture`]: a call on its way through a [`Shed`](super::Shed)
+//! [`ShedFuture`]: a request on its way through a [`Shed`](super::Shed)
 //! service: waiting for a slot, in the service, or shed.
 
 use std::fmt;
@@ -7,32 +7,32 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 use std::time::Instant;
 
-use http::{HeaderValue, Request, Response};
+use http::{Request, Response};
 use http_body::Body;
 use pin_project_lite::pin_project;
 use steadfast::clock::AsyncClock;
 use steadfast::limit::{Acquire, LimitRefused, Permit};
 use tower_service::Service;
 
+use super::Shedding;
 use super::body::ShedBody;
-use super::status_signal;
-use crate::Code;
 
 pin_project! {
     /// The future of a [`Shed`](super::Shed) call: the service's response
-    /// with the call's slot in its body, or a Trailers-Only
-    /// `RESOURCE_EXHAUSTED` for a call the limit had no slot for.
+    /// with the request's slot in its body, or the protocol's refusal for a
+    /// request the limit had no slot for.
     ///
     /// Dropped before it is done (the connection went away), it gives back
     /// the slot it holds, or leaves the limit's queue.
     #[must_use = "futures do nothing unless polled"]
-    pub struct ShedFuture<S, B, C>
+    pub struct ShedFuture<S, B, P, C>
     where
         S: Service<Request<B>>,
         C: AsyncClock,
     {
         #[pin]
         state: State<S, B, C>,
+        protocol: Option<P>,
     }
 }
 
@@ -59,34 +59,34 @@ pin_project! {
             clock: C,
             service: Option<S>,
             request: Option<Request<B>>,
-            pushback: Option<HeaderValue>,
         },
-        /// Shed: answered `RESOURCE_EXHAUSTED` when polled.
+        /// Shed: answered with the protocol's refusal when polled.
         Refused {
             refused: LimitRefused,
-            pushback: Option<HeaderValue>,
         },
         Done,
     }
 }
 
-impl<S, B, C> ShedFuture<S, B, C>
+impl<S, B, P, C> ShedFuture<S, B, P, C>
 where
     S: Service<Request<B>>,
     C: AsyncClock,
 {
-    pub(super) fn calling(future: S::Future, permit: Permit) -> Self {
+    pub(super) fn calling(future: S::Future, permit: Permit, protocol: P) -> Self {
         Self {
             state: State::Calling {
                 future,
                 permit: Some(permit),
             },
+            protocol: Some(protocol),
         }
     }
 
-    pub(super) fn refused(refused: LimitRefused, pushback: Option<HeaderValue>) -> Self {
+    pub(super) fn refused(refused: LimitRefused, protocol: P) -> Self {
         Self {
-            state: State::Refused { refused, pushback },
+            state: State::Refused { refused },
+            protocol: Some(protocol),
         }
     }
 
@@ -96,7 +96,7 @@ where
         clock: C,
         service: S,
         request: Request<B>,
-        pushback: Option<HeaderValue>,
+        protocol: P,
     ) -> Self {
         Self {
             state: State::Queued {
@@ -106,13 +106,13 @@ where
                 clock,
                 service: Some(service),
                 request: Some(request),
-                pushback,
             },
+            protocol: Some(protocol),
         }
     }
 }
 
-impl<S, B, C> fmt::Debug for ShedFuture<S, B, C>
+impl<S, B, P, C> fmt::Debug for ShedFuture<S, B, P, C>
 where
     S: Service<Request<B>>,
     C: AsyncClock,
@@ -127,27 +127,36 @@ where
     }
 }
 
-impl<S, B, C, ResBody> Future for ShedFuture<S, B, C>
+impl<S, B, P, C, ResBody> Future for ShedFuture<S, B, P, C>
 where
     S: Service<Request<B>, Response = Response<ResBody>>,
     ResBody: Body,
+    P: Shedding,
     C: AsyncClock,
 {
-    type Output = Result<Response<ShedBody<ResBody>>, S::Error>;
+    type Output = Result<Response<ShedBody<ResBody, P>>, S::Error>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut state = self.project().state;
+        let this = self.project();
+        let mut state = this.state;
         loop {
             match state.as_mut().project() {
                 StateProj::Calling { future, permit } => {
                     let out = ready!(future.poll(cx));
                     let permit = permit.take();
+                    let protocol = this.protocol.take();
                     state.set(State::Done);
                     // An error of the service drops the slot: no signal.
                     return Poll::Ready(out.map(|response| {
-                        // A Trailers-Only head says how the call ended.
-                        let signal = status_signal(response.headers());
-                        response.map(|body| ShedBody::holding(body, permit, signal))
+                        let (head, body) = response.into_parts();
+                        let body = match (permit, protocol) {
+                            (Some(permit), Some(protocol)) => {
+                                let signal = protocol.on_head(&head);
+                                ShedBody::holding(body, permit, signal, protocol)
+                            }
+                            _ => unreachable!("a call holds its slot and protocol"),
+                        };
+                        Response::from_parts(head, body)
                     }));
                 }
                 StateProj::Queued {
@@ -157,7 +166,6 @@ where
                     clock,
                     service,
                     request,
-                    pushback,
                 } => {
                     let Some(waiting) = acquire.as_mut() else {
                         unreachable!("a queued request waits for its slot");
@@ -187,14 +195,14 @@ where
                                 permit: Some(permit),
                             });
                         }
-                        Err(refused) => {
-                            let pushback = pushback.take();
-                            state.set(State::Refused { refused, pushback });
-                        }
+                        Err(refused) => state.set(State::Refused { refused }),
                     }
                 }
-                StateProj::Refused { refused, pushback } => {
-                    let response = shed(refused, pushback.take());
+                StateProj::Refused { refused } => {
+                    let Some(protocol) = this.protocol.take() else {
+                        unreachable!("a refusal keeps its protocol");
+                    };
+                    let response = shed(&protocol, refused);
                     state.set(State::Done);
                     return Poll::Ready(Ok(response));
                 }
@@ -204,59 +212,15 @@ where
     }
 }
 
-/// The answer to a call the limit had no slot for: a Trailers-Only
-/// `RESOURCE_EXHAUSTED` naming the limit, with the pushback if set.
+/// The answer to a request the limit had no slot for.
 #[cold]
-fn shed<B>(refused: &LimitRefused, pushback: Option<HeaderValue>) -> Response<ShedBody<B>> {
+fn shed<B, P: Shedding>(protocol: &P, refused: &LimitRefused) -> Response<ShedBody<B, P>> {
     tracing::debug!(
         limit = refused.by,
         in_flight = refused.in_flight,
         max = refused.limit,
         waited_ms = u64::try_from(refused.waited.as_millis()).unwrap_or(u64::MAX),
-        "steadfast: gRPC call shed (RESOURCE_EXHAUSTED)"
+        "steadfast: request shed"
     );
-    let mut response = Response::new(ShedBody::empty());
-    let headers = response.headers_mut();
-    headers.insert(
-        http::header::CONTENT_TYPE,
-        HeaderValue::from_static("application/grpc"),
-    );
-    headers.insert(
-        "grpc-status",
-        HeaderValue::from(u16::from(Code::ResourceExhausted.number())),
-    );
-    if let Ok(message) = HeaderValue::try_from(percent_encode(&refused.to_string())) {
-        headers.insert("grpc-message", message);
-    }
-    if let Some(value) = pushback {
-        headers.insert(crate::PUSHBACK_HEADER, value);
-    }
-    response
-}
-
-/// `grpc-message` encoding: the printable ASCII bytes but `%` as they are,
-/// every other byte as `%XX` (the gRPC HTTP/2 protocol's rule).
-fn percent_encode(message: &str) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::with_capacity(message.len());
-    for byte in message.bytes() {
-        if (0x20..=0x7e).contains(&byte) && byte != b'%' {
-            out.push(char::from(byte));
-        } else {
-            let _ = write!(out, "%{byte:02X}");
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn grpc_message_is_percent_encoded() {
-        assert_eq!(
-            super::percent_encode("full: 4 in flight"),
-            "full: 4 in flight"
-        );
-        assert_eq!(super::percent_encode("100% \u{fc}\n"), "100%25 %C3%BC%0A");
-    }
+    protocol.refused(refused).map(|()| ShedBody::empty())
 }
