@@ -554,4 +554,35 @@ async fn the_a96_histograms_reach_the_metrics_facade() {
         (0.024..=0.036).contains(&values[0].into_inner()),
         "{values:?}"
     );
+
+    // The concurrency limits' gauge and refusal counter reach the same
+    // recorder (steadfast's `metrics` feature, turned on by this crate's).
+    let limit = steadfast::limit::ConcurrencyLimit::fixed(1)
+        .name("metrics-test-limit")
+        .build()
+        .expect("a valid limit");
+    let held = limit.try_acquire().expect("a free slot");
+    assert!(limit.try_acquire().is_err());
+    drop(held);
+    let snapshot = snapshotter.snapshot().into_vec();
+    let of = |name: &str| {
+        snapshot
+            .iter()
+            .find(|(key, ..)| {
+                key.key().name() == name
+                    && key
+                        .key()
+                        .labels()
+                        .any(|l| l.key() == "limit" && l.value() == "metrics-test-limit")
+            })
+            .map(|(_, _, _, value)| value)
+            .unwrap_or_else(|| panic!("{name} recorded: {snapshot:?}"))
+    };
+    assert!(matches!(
+        of("steadfast.concurrency.refused"),
+        DebugValue::Counter(1)
+    ));
+    assert!(
+        matches!(of("steadfast.concurrency.limit"), DebugValue::Gauge(g) if g.into_inner() == 1.0)
+    );
 }

@@ -27,7 +27,7 @@ const COMPONENT: &str = "concurrency limit";
 ///
 /// - **Fixed** ([`fixed`](Self::fixed)): a bulkhead of `n` slots.
 /// - **Adaptive** ([`adaptive`](Self::adaptive)): an [`Algorithm`]
-///   ([`Gradient2`](super::Gradient2) by default in the integrations,
+///   ([`Gradient2`](super::Gradient2), the default: [`ConcurrencyLimit::default`],
 ///   [`Aimd`](super::Aimd), [`Vegas`](super::Vegas)) moves the limit once
 ///   per sample window, from the latency of the attempts that finished in
 ///   it and the drop signals among them.
@@ -408,6 +408,25 @@ impl ConcurrencyLimit {
             if new > old {
                 self.serve_queue();
             }
+        }
+    }
+}
+
+impl Default for ConcurrencyLimit {
+    /// The default adaptive limit: [`Gradient2`](super::Gradient2) with
+    /// Netflix's published defaults (initial 20, min 20, max 200), the
+    /// default window (1 s, 10 attempts), no queue, the system clock.
+    ///
+    /// ```
+    /// use steadfast::limit::ConcurrencyLimit;
+    /// let limit = ConcurrencyLimit::default();
+    /// assert_eq!((limit.limit(), limit.snapshot().algorithm), (20, Some("gradient2")));
+    /// ```
+    fn default() -> Self {
+        match Self::adaptive(super::Gradient2::default()).build() {
+            Ok(limit) => limit,
+            // The published defaults are valid: no configuration to refuse.
+            Err(e) => unreachable!("the default limit is valid: {e}"),
         }
     }
 }

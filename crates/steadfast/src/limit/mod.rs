@@ -13,7 +13,7 @@
 //!   names it and says how many were in flight.
 //! - **Adaptive** ([`ConcurrencyLimit::adaptive`]): an [`Algorithm`] finds
 //!   the concurrency the dependency can take and follows it.
-//!   [`Gradient2`] (the default in every integration), [`Aimd`] and
+//!   [`Gradient2`] (the default: `ConcurrencyLimit::default()`), [`Aimd`] and
 //!   [`Vegas`] carry Netflix concurrency-limits' published rules and
 //!   defaults. Every algorithm moves once per sample window (at least 1 s
 //!   and 10 attempts by default, [`ConcurrencyLimitBuilder::window`]), does
