@@ -269,7 +269,7 @@ impl BreakerConfig {
         check::positive_duration(SCOPE, "outage_length", self.outage_length)?;
         check::positive_duration(SCOPE, "bucket", self.bucket)?;
         check::fraction(SCOPE, "recovery_threshold", self.recovery_threshold)?;
-        self.server.validate()?;
+        self.server.validate_capacity()?;
         if self.outage_end() > self.duration {
             return Err(SimError::config(
                 SCOPE,

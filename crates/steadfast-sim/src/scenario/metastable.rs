@@ -298,7 +298,7 @@ impl MetastableConfig {
         check::positive_duration(SCOPE, "bucket", self.bucket)?;
         check::positive_duration(SCOPE, "attempt_timeout", self.attempt_timeout)?;
         check::fraction(SCOPE, "recovery_threshold", self.recovery_threshold)?;
-        self.server.validate()?;
+        self.server.validate_capacity()?;
         if let IncidentKind::Overload { capacity } = self.trigger.kind {
             check::fraction(SCOPE, "trigger.capacity", capacity)?;
         }

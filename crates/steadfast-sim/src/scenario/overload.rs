@@ -465,7 +465,7 @@ impl OverloadConfig {
             1,
             "must be at least 1",
         )?;
-        self.server.validate()?;
+        self.server.validate_capacity()?;
         match self.drop.kind {
             IncidentKind::Overload { capacity } if capacity > 0.0 && capacity < 1.0 => {}
             kind => {

@@ -415,7 +415,7 @@ impl StormConfig {
                 self.clock_resolution,
             ));
         }
-        self.server.validate()?;
+        self.server.validate_capacity()?;
         if let IncidentKind::Overload { capacity } = self.incident.kind {
             check::fraction(SCOPE, "incident.capacity", capacity)?;
         }
