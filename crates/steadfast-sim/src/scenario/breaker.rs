@@ -667,6 +667,10 @@ fn nygard(config: &BreakerConfig, results: &[BreakerStrategyResult]) -> Option<A
                 dependency (only trial calls go), and a trial call after its timeout closes it \
                 again"
             .to_owned(),
+        criterion: "with a breaker, the attempts per second on the down server in the outage's \
+                    second half are at most 1.2x the clients' trial calls, and full recovery comes \
+                    within one break (plus one chart bucket) of the server's return"
+            .to_owned(),
         agrees: fast && back,
         detail: format!(
             "attempts/s on the down server in the outage's second half: {:.0} without a breaker, \
