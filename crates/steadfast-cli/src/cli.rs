@@ -318,6 +318,30 @@ fn latency_value(text: &str) -> Result<steadfast_sim::Latency, String> {
         .map_err(|e: steadfast_sim::SimError| e.to_string())
 }
 
+/// A count: a whole number from 1 to 4294967295.
+fn count_value(text: &str) -> Result<u32, String> {
+    text.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|&n| n >= 1)
+        .ok_or_else(|| {
+            format!(
+                "invalid number {text:?}: expected a whole number from 1 to {}",
+                u32::MAX
+            )
+        })
+}
+
+/// A seed: a whole number from 0 to 18446744073709551615.
+fn seed_value(text: &str) -> Result<u64, String> {
+    text.trim().parse::<u64>().map_err(|_| {
+        format!(
+            "invalid seed {text:?}: expected a whole number from 0 to {}",
+            u64::MAX
+        )
+    })
+}
+
 fn rate_value(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
@@ -337,7 +361,14 @@ fn fraction_value(text: &str) -> Result<f64, String> {
 }
 
 /// The options of `steadfast simulate`.
+///
+/// Each scenario flag's help starts with the scenarios that take it (a test
+/// holds it to `simulate::scenario_flags`); given to a scenario that does
+/// not take it, a flag is a usage error. Numbers and durations take a
+/// leading `-`, so a negative value is refused with the range accepted
+/// rather than read as an unknown option.
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct SimulateArgs {
     /// The scenario to run (default: all).
     #[arg(value_enum)]
@@ -347,84 +378,84 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "DIR", default_value = "steadfast-report")]
     pub out: PathBuf,
 
-    /// The seed of every random draw (default: the scenarios' own, 1).
-    #[arg(long, value_name = "S")]
+    /// The seed of every random draw, 0 to 18446744073709551615 (default: the scenarios' own, 1).
+    #[arg(long, value_name = "S", value_parser = seed_value)]
     pub seed: Option<u64>,
 
-    /// Clients (herd: reconnecting clients, default 1000; storm: client processes, default 100; overload: client processes, each with its own limit, default 1).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    /// herd, storm, metastable, breaker and overload: clients, at least 1 (herd: reconnecting clients, default 1000; storm and metastable: client processes, default 100; breaker: 50, each with its own breaker; overload: 1, each with its own limit).
+    #[arg(long, value_name = "N", value_parser = count_value)]
     pub clients: Option<u32>,
 
-    /// How long the server is down (herd: from the start, default 10s; storm: the incident, default 30s).
-    #[arg(long, value_name = "DURATION", value_parser = positive_duration_value)]
+    /// herd, storm and breaker: how long the server is down, more than 0 (herd: from the start, default 10s; storm: the incident, default 30s; breaker: default 15s).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = positive_duration_value)]
     pub outage: Option<Duration>,
 
-    /// herd: connections the server accepts per second once back (default 500), counted per 100 ms when the rate divides by 10, else per second.
-    #[arg(long, value_name = "N", help_heading = "Herd", value_parser = clap::value_parser!(u32).range(1..))]
+    /// herd: connections the server accepts per second once back, at least 1 (default 500), counted per 100 ms when the rate divides by 10, else per second.
+    #[arg(long, value_name = "N", help_heading = "Herd", value_parser = count_value)]
     pub accept_rate: Option<u32>,
 
-    /// herd: the first delay of the exponential strategies (default 1s).
-    #[arg(long, value_name = "DURATION", help_heading = "Herd", value_parser = positive_duration_value)]
+    /// herd: the first delay of the exponential strategies, more than 0 (default 1s).
+    #[arg(long, value_name = "DURATION", help_heading = "Herd", allow_hyphen_values = true, value_parser = positive_duration_value)]
     pub base: Option<Duration>,
 
-    /// herd: the cap on a delay of the exponential strategies (default 60s).
-    #[arg(long, value_name = "DURATION", help_heading = "Herd", value_parser = positive_duration_value)]
+    /// herd: the cap on a delay of the exponential strategies, more than 0 (default 60s).
+    #[arg(long, value_name = "DURATION", help_heading = "Herd", allow_hyphen_values = true, value_parser = positive_duration_value)]
     pub cap: Option<Duration>,
 
-    /// herd: stop the simulation here even if clients are still trying (default 1h).
-    #[arg(long, value_name = "DURATION", help_heading = "Herd", value_parser = positive_duration_value)]
+    /// herd: stop the simulation here even if clients are still trying, more than 0 (default 1h).
+    #[arg(long, value_name = "DURATION", help_heading = "Herd", allow_hyphen_values = true, value_parser = positive_duration_value)]
     pub horizon: Option<Duration>,
 
-    /// storm, metastable, tail and overload: calls per second, all clients together (default 2000 for storm, 700 for metastable, 1000 for tail and overload).
+    /// storm, metastable, tail, breaker and overload: calls per second, all clients together, more than 0 (default 2000 for storm, 700 for metastable, 1000 for tail, breaker and overload).
     #[arg(long, value_name = "PER_SEC", help_heading = "Storm", value_parser = rate_value)]
     pub rate: Option<f64>,
 
-    /// storm, metastable and overload: calls start during this time, then the run lets them finish (default 3m for storm, 2m for metastable, 1m for overload).
-    #[arg(long, value_name = "DURATION", help_heading = "Storm", value_parser = positive_duration_value)]
+    /// storm, metastable, breaker and overload: calls start during this time, then the run lets them finish, more than 0 (default 3m for storm, 2m for metastable, 1m for breaker and overload).
+    #[arg(long, value_name = "DURATION", help_heading = "Storm", allow_hyphen_values = true, value_parser = positive_duration_value)]
     pub duration: Option<Duration>,
 
-    /// storm, metastable and overload: requests the server serves at once (default 30 for storm, 10 for metastable, 40 for overload); storm's queue holds as many again, metastable's 200 per slot, overload's 25 per slot.
-    #[arg(long, value_name = "N", help_heading = "Storm", value_parser = clap::value_parser!(u32).range(1..))]
+    /// storm, metastable, breaker and overload: requests the server serves at once, at least 1 (default 30 for storm and breaker, 10 for metastable, 40 for overload); storm's and breaker's queue holds as many again, metastable's 200 per slot, overload's 25 per slot.
+    #[arg(long, value_name = "N", help_heading = "Storm", value_parser = count_value)]
     pub capacity: Option<u32>,
 
-    /// storm, metastable, tail and overload: the server's service time: const:D, exp:MEAN, lognormal:MEDIAN:SIGMA, or a mixture W*D + W*D (default exp:10ms for storm, 0.98*exp:1ms + 0.02*exp:200ms for tail, exp:20ms for overload).
+    /// storm, metastable, tail, breaker and overload: the server's service time: const:D, exp:MEAN, lognormal:MEDIAN:SIGMA, or a mixture W*D + W*D, with a mean above zero except for tail (default exp:10ms; 0.98*exp:1ms + 0.02*exp:200ms for tail, exp:20ms for overload).
     #[arg(long, value_name = "DIST", help_heading = "Storm", value_parser = latency_value)]
     pub latency: Option<steadfast_sim::Latency>,
 
-    /// storm, metastable and overload: when the incident (the trigger, the capacity drop) starts (default 30s; 20s for overload).
-    #[arg(long, value_name = "DURATION", help_heading = "Storm", value_parser = parse_duration_value)]
+    /// storm, metastable, breaker and overload: when the incident (the trigger, the outage, the capacity drop) starts, 0 or more (default 30s; 20s for breaker and overload).
+    #[arg(long, value_name = "DURATION", help_heading = "Storm", allow_hyphen_values = true, value_parser = parse_duration_value)]
     pub incident_start: Option<Duration>,
 
-    /// storm: make the incident an overload that leaves this fraction of capacity, instead of an outage; metastable: the capacity left during the trigger (default 0.3); overload: during the drop (default 0.25, more than 0 and less than 1).
+    /// storm, metastable and overload: the capacity left, 0 to 1 (storm: make the incident an overload that leaves this fraction of capacity, instead of an outage; metastable: during the trigger, default 0.3; overload: during the drop, default 0.25, more than 0 and less than 1).
     #[arg(long, value_name = "FRACTION", help_heading = "Storm", value_parser = fraction_value)]
     pub overload: Option<f64>,
 
-    /// storm, metastable and overload: the backoff every strategy retries with (PRESET[:KEY=VALUE,...], default exponential).
+    /// storm, metastable, breaker and overload: the backoff every strategy retries with (PRESET[:KEY=VALUE,...], default exponential).
     #[arg(long, value_name = "SPEC", help_heading = "Storm", value_parser = backoff_value)]
     pub backoff: Option<BackoffSpec>,
 
-    /// metastable: how long the trigger lasts (default 10s); overload: how long the capacity drop lasts (default 20s).
-    #[arg(long, value_name = "DURATION", help_heading = "Metastable", value_parser = positive_duration_value)]
+    /// metastable and overload: how long the trigger lasts, more than 0 (metastable: default 10s; overload: the capacity drop, default 20s).
+    #[arg(long, value_name = "DURATION", help_heading = "Metastable", allow_hyphen_values = true, value_parser = positive_duration_value)]
     pub trigger: Option<Duration>,
 
-    /// metastable: how long a caller waits for one attempt (default 1s); the deadline strategy's call deadline too; overload: default 500ms.
-    #[arg(long, value_name = "DURATION", help_heading = "Metastable", value_parser = positive_duration_value)]
+    /// metastable and overload: how long a caller waits for one attempt, more than 0 (metastable: default 1s, the deadline strategy's call deadline too; overload: default 500ms).
+    #[arg(long, value_name = "DURATION", help_heading = "Metastable", allow_hyphen_values = true, value_parser = positive_duration_value)]
     pub attempt_timeout: Option<Duration>,
 
-    /// tail: calls made (default 100000).
-    #[arg(long, value_name = "N", help_heading = "Tail", value_parser = clap::value_parser!(u32).range(1..))]
+    /// tail: calls made, at least 1 (default 100000).
+    #[arg(long, value_name = "N", help_heading = "Tail", value_parser = count_value)]
     pub calls: Option<u32>,
 
-    /// overload: the adaptive limits' sample window, at least this long (default 100ms; the core's own default is 1s).
-    #[arg(long, value_name = "DURATION", help_heading = "Overload", value_parser = positive_duration_value)]
+    /// overload: the adaptive limits' sample window, at least this long, more than 0 (default 100ms; the core's own default is 1s).
+    #[arg(long, value_name = "DURATION", help_heading = "Overload", allow_hyphen_values = true, value_parser = positive_duration_value)]
     pub limit_window: Option<Duration>,
 
-    /// overload: the least the adaptive limits may become (default 1).
-    #[arg(long, value_name = "N", help_heading = "Overload", value_parser = clap::value_parser!(u32).range(1..))]
+    /// overload: the least the adaptive limits may become, at least 1 (default 1).
+    #[arg(long, value_name = "N", help_heading = "Overload", value_parser = count_value)]
     pub limit_min: Option<u32>,
 
-    /// overload: the most the adaptive limits may become (default 200).
-    #[arg(long, value_name = "N", help_heading = "Overload", value_parser = clap::value_parser!(u32).range(1..))]
+    /// overload: the most the adaptive limits may become, at least 1 (default 200).
+    #[arg(long, value_name = "N", help_heading = "Overload", value_parser = count_value)]
     pub limit_max: Option<u32>,
 }
 

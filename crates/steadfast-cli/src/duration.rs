@@ -80,6 +80,12 @@ pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
     if s == "0" {
         return Ok(Duration::ZERO);
     }
+    if s.starts_with('-') && s[1..].starts_with(|c: char| c.is_ascii_digit() || c == '.') {
+        return Err(DurationError::new(
+            input,
+            "a duration cannot be negative (0 or more)",
+        ));
+    }
     let mut rest = s;
     let mut total_nanos: u128 = 0;
     while !rest.is_empty() {
@@ -292,7 +298,7 @@ mod tests {
                 "exponents (1e3) are not supported: write the number out (1000s)",
             ),
             ("1 s", "unknown unit (use ns, us, ms, s, m, h or d)"),
-            ("-1s", "expected a number"),
+            ("-1s", "a duration cannot be negative (0 or more)"),
             ("1.2.3s", "a number has more than one '.'"),
             (".s", "expected digits around '.'"),
             ("1.5ns", "finer than a nanosecond"),

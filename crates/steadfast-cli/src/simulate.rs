@@ -109,6 +109,111 @@ pub fn config(args: &SimulateArgs) -> Result<SimConfig, SimError> {
     })
 }
 
+use Scenario::{Breaker, Herd, Metastable, Overload, Storm, Tail};
+
+/// A flag, whether it was given, and the scenarios that take it.
+pub(crate) type FlagUse = (&'static str, bool, &'static [Scenario]);
+
+/// Which scenarios take each flag (besides `--out` and `--seed`, which every
+/// one takes), and whether it was given. The one place that says so: the
+/// check below and the help texts' test read it.
+pub(crate) fn scenario_flags(args: &SimulateArgs) -> [FlagUse; 19] {
+    const CAPACITY_BASED: &[Scenario] = &[Storm, Metastable, Breaker, Overload];
+    [
+        (
+            "--clients",
+            args.clients.is_some(),
+            &[Herd, Storm, Metastable, Breaker, Overload],
+        ),
+        ("--outage", args.outage.is_some(), &[Herd, Storm, Breaker]),
+        ("--accept-rate", args.accept_rate.is_some(), &[Herd]),
+        ("--base", args.base.is_some(), &[Herd]),
+        ("--cap", args.cap.is_some(), &[Herd]),
+        ("--horizon", args.horizon.is_some(), &[Herd]),
+        (
+            "--rate",
+            args.rate.is_some(),
+            &[Storm, Metastable, Tail, Breaker, Overload],
+        ),
+        ("--duration", args.duration.is_some(), CAPACITY_BASED),
+        ("--capacity", args.capacity.is_some(), CAPACITY_BASED),
+        (
+            "--latency",
+            args.latency.is_some(),
+            &[Storm, Metastable, Tail, Breaker, Overload],
+        ),
+        (
+            "--incident-start",
+            args.incident_start.is_some(),
+            CAPACITY_BASED,
+        ),
+        (
+            "--overload",
+            args.overload.is_some(),
+            &[Storm, Metastable, Overload],
+        ),
+        ("--backoff", args.backoff.is_some(), CAPACITY_BASED),
+        ("--trigger", args.trigger.is_some(), &[Metastable, Overload]),
+        (
+            "--attempt-timeout",
+            args.attempt_timeout.is_some(),
+            &[Metastable, Overload],
+        ),
+        ("--calls", args.calls.is_some(), &[Tail]),
+        ("--limit-window", args.limit_window.is_some(), &[Overload]),
+        ("--limit-min", args.limit_min.is_some(), &[Overload]),
+        ("--limit-max", args.limit_max.is_some(), &[Overload]),
+    ]
+}
+
+/// Checks that every flag given applies to the chosen scenario (with `all`,
+/// or no scenario, a flag applies to the scenarios that take it).
+///
+/// # Errors
+/// The message for the first flag given that the scenario does not take,
+/// naming the scenarios that do: a flag silently ignored would be a run
+/// that is not the one asked for.
+pub fn check_flags(args: &SimulateArgs) -> Result<(), String> {
+    let scenario = args.scenario.unwrap_or(Scenario::All);
+    if scenario == Scenario::All {
+        return Ok(());
+    }
+    match scenario_flags(args)
+        .into_iter()
+        .find(|(_, given, takers)| *given && !takers.contains(&scenario))
+    {
+        Some((flag, _, takers)) => Err(format!(
+            "{flag} does not apply to the {} scenario; it applies to {}",
+            name(scenario),
+            list(takers)
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A scenario's name as the user types it.
+fn name(scenario: Scenario) -> &'static str {
+    match scenario {
+        Herd => "herd",
+        Storm => "storm",
+        Metastable => "metastable",
+        Tail => "tail",
+        Breaker => "breaker",
+        Overload => "overload",
+        Scenario::All => "all",
+    }
+}
+
+/// "a", "a and b", "a, b and c".
+fn list(scenarios: &[Scenario]) -> String {
+    let names: Vec<&str> = scenarios.iter().map(|s| name(*s)).collect();
+    match names.split_last() {
+        None => String::new(),
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
 /// The `breaker` scenario's settings: its defaults, with the storm's flags
 /// that apply to it.
 fn breaker(args: &SimulateArgs) -> Result<BreakerConfig, SimError> {
@@ -264,6 +369,7 @@ fn flag(scope: &str, field: &str) -> Option<&'static str> {
         ("overload config", "strategies.limit.max") => "--limit-max",
         ("tail config", "calls") => "--calls",
         ("server config", "concurrency" | "queue_limit") => "--capacity",
+        ("server config", "latency") => "--latency",
         ("latency distribution", _) => "--latency",
         _ => return None,
     })
@@ -297,6 +403,10 @@ fn message(e: &SimError) -> String {
 /// Runs `steadfast simulate`; returns the exit code (2 when a setting is
 /// refused, 1 when the report cannot be written).
 pub fn run(args: &SimulateArgs) -> i32 {
+    if let Err(message) = check_flags(args) {
+        eprintln!("steadfast: {message}");
+        return exit::USAGE;
+    }
     let config = match config(args).and_then(|c| c.validate().map(|()| c)) {
         Ok(c) => c,
         Err(e) => {
@@ -523,6 +633,56 @@ mod tests {
             let err = config(&args(line)).and_then(|c| c.validate()).unwrap_err();
             assert!(message(&err).contains(flag), "{line:?}: {}", message(&err));
         }
+    }
+
+    #[test]
+    fn every_flag_says_which_scenarios_take_it_and_the_check_agrees() {
+        use clap::CommandFactory;
+        let cli = Cli::command();
+        let simulate = cli.find_subcommand("simulate").unwrap();
+        let flags = scenario_flags(&args(&[]));
+        for (flag, given, takers) in flags {
+            assert!(!given, "{flag}");
+            let arg = simulate
+                .get_arguments()
+                .find(|a| a.get_long() == flag.strip_prefix("--"))
+                .unwrap_or_else(|| panic!("{flag} is an option of simulate"));
+            let help = arg.get_help().unwrap().to_string();
+            assert!(
+                help.starts_with(&format!("{}: ", list(takers))),
+                "{flag}: {help}"
+            );
+        }
+        // Every scenario option is in the table, but --out and --seed.
+        for arg in simulate.get_arguments() {
+            let Some(long) = arg.get_long() else { continue };
+            if ["out", "seed", "help"].contains(&long) {
+                continue;
+            }
+            assert!(
+                flags
+                    .iter()
+                    .any(|(f, _, _)| f.strip_prefix("--") == Some(long)),
+                "--{long} is missing from scenario_flags"
+            );
+        }
+    }
+
+    #[test]
+    fn a_flag_applies_to_the_scenarios_that_take_it() {
+        assert!(check_flags(&args(&["--rate", "100", "--accept-rate", "10"])).is_ok());
+        assert!(check_flags(&args(&["all", "--trigger", "5s"])).is_ok());
+        assert!(check_flags(&args(&["breaker", "--rate", "100", "--outage", "5s"])).is_ok());
+        assert_eq!(
+            check_flags(&args(&["herd", "--trigger", "5s"])),
+            Err(
+                "--trigger does not apply to the herd scenario; it applies to metastable and \
+                 overload"
+                    .to_owned()
+            )
+        );
+        assert_eq!(list(&[Tail]), "tail");
+        assert_eq!(list(&[Herd, Tail]), "herd and tail");
     }
 
     #[test]

@@ -100,6 +100,35 @@ impl ServerConfig {
         self.latency.validate()
     }
 
+    /// [`validate`](Self::validate), and a mean service time above zero: what
+    /// the scenarios that hold a load against the server's capacity
+    /// ([`capacity_per_sec`](Self::capacity_per_sec)) need, as a zero mean
+    /// makes that capacity infinite.
+    ///
+    /// ```
+    /// use steadfast_sim::server::ServerConfig;
+    /// let instant = ServerConfig { latency: "exp:0ms".parse()?, ..ServerConfig::default() };
+    /// assert!(instant.validate().is_ok());
+    /// assert!(instant.validate_capacity().is_err());
+    /// # Ok::<(), steadfast_sim::SimError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`SimError::Config`] for the first broken rule.
+    pub fn validate_capacity(&self) -> Result<(), SimError> {
+        self.validate()?;
+        if self.latency.mean().is_zero() {
+            return Err(SimError::config(
+                "server config",
+                "latency",
+                "must have a mean above zero (with none, the server's capacity, slots / mean \
+                 service time, would be infinite)",
+                format_args!("{}", self.latency),
+            ));
+        }
+        Ok(())
+    }
+
     /// The sustainable throughput in requests per second:
     /// `concurrency / mean(latency)` (infinite for zero latency).
     ///

@@ -121,7 +121,10 @@ fn the_report_has_a_breaker_section_with_two_charts() {
         summary.starts_with("== breaker: a dependency down"),
         "{summary}"
     );
-    assert!(summary.contains("refused while up"), "{summary}");
+    assert!(
+        summary.contains("calls refused") && summary.contains("while up"),
+        "{summary}"
+    );
     let dir = std::env::temp_dir().join(format!("steadfast-sim-breaker-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let files = report.write_to(&dir).unwrap();

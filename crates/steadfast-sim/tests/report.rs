@@ -102,6 +102,91 @@ fn report_folder_holds_valid_svg_png_and_an_index() {
 }
 
 #[test]
+fn the_page_opens_with_contents_linking_every_section_table_and_chart() {
+    let report = steadfast_sim::run_all(&common::small()).unwrap();
+    let dir = temp_dir("contents");
+    let files = report.write_to(&dir).unwrap();
+    let index = std::fs::read_to_string(&files[0]).unwrap();
+    let nav_start = index
+        .find("<nav id=\"contents\">")
+        .expect("a table of contents");
+    let nav = &index[nav_start..index.find("</nav>").unwrap()];
+    assert!(
+        nav_start < index.find("<section").unwrap(),
+        "contents first"
+    );
+    let sections: Vec<&str> = index
+        .match_indices("<section id=\"")
+        .map(|(i, m)| {
+            let rest = &index[i + m.len()..];
+            &rest[..rest.find('"').unwrap()]
+        })
+        .collect();
+    assert!(sections.len() >= 4, "{sections:?}");
+    for id in &sections {
+        assert!(nav.contains(&format!("href=\"#{id}\"")), "{id}: {nav}");
+        assert!(
+            nav.contains(&format!("href=\"#{id}-table\"")),
+            "{id}: {nav}"
+        );
+        assert!(index.contains(&format!("id=\"{id}-table\"")), "{id}");
+    }
+    // Every chart has an anchor, and the contents link to it.
+    for svg in files
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "svg"))
+    {
+        let stem = svg.file_stem().unwrap().to_str().unwrap();
+        assert!(index.contains(&format!("<figure id=\"{stem}\">")), "{stem}");
+        assert!(nav.contains(&format!("href=\"#{stem}\"")), "{stem}");
+    }
+    // Each section links back to the contents.
+    assert_eq!(index.matches("href=\"#contents\"").count(), sections.len());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn thresholds_are_said_as_the_test_applied_not_as_a_result() {
+    let report = steadfast_sim::run_all(&common::small()).unwrap();
+    let agreements = [
+        report.herd.as_ref().and_then(|r| r.agreement.as_ref()),
+        report.storm.as_ref().and_then(|r| r.agreement.as_ref()),
+        report
+            .metastable
+            .as_ref()
+            .and_then(|r| r.agreement.as_ref()),
+        report.tail.as_ref().and_then(|r| r.agreement.as_ref()),
+    ];
+    for a in agreements.into_iter().flatten() {
+        assert!(!a.claim.contains("here:"), "{}", a.claim);
+        assert!(!a.criterion.is_empty(), "{}", a.source);
+        assert!(
+            a.to_string()
+                .contains(&format!("Counted as agreeing when {}", a.criterion)),
+            "{a}"
+        );
+    }
+    let m = report
+        .metastable
+        .as_ref()
+        .unwrap()
+        .agreement
+        .as_ref()
+        .unwrap();
+    assert!(
+        m.criterion.contains("at most 15 s after the trigger ends"),
+        "{}",
+        m.criterion
+    );
+    let dir = temp_dir("criterion");
+    let files = report.write_to(&dir).unwrap();
+    let index = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(index.contains("<br>Counted as agreeing when"), "{index}");
+    assert!(!index.contains("no advice against"), "{index}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn summary_has_a_table_per_scenario_and_the_verdicts() {
     let report = steadfast_sim::run_all(&common::small()).unwrap();
     let text = report.summary();

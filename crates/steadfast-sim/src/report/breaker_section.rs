@@ -10,18 +10,16 @@ use crate::metrics::Series;
 /// The table, the charts and the text of the `breaker` scenario.
 pub(super) fn section(r: &BreakerResult) -> Section {
     let c = &r.config;
-    let mut table = Table::new(&[
-        "strategy",
-        "calls",
-        "attempts",
-        "on the down server",
-        "/s late in the outage",
-        "first second back",
-        "steady /s",
-        "recovery (s)",
-        "refused",
-        "refused while up",
-        "success",
+    let mut table = Table::grouped(&[
+        ("", &["strategy", "calls", "attempts"]),
+        (
+            "attempts on the down server",
+            &["all", "per s, second half"],
+        ),
+        ("attempts when back", &["first second", "steady, per s"]),
+        ("", &["recovery (s)"]),
+        ("calls refused", &["all", "while up"]),
+        ("", &["success"]),
     ]);
     for s in &r.strategies {
         table.row(vec![
@@ -49,6 +47,7 @@ pub(super) fn section(r: &BreakerResult) -> Section {
         .strategies
         .iter()
         .map(|s| Line {
+            reference: false,
             name: s.name.clone(),
             points: per_second(&s.attempts_per_bucket),
         })
@@ -59,6 +58,7 @@ pub(super) fn section(r: &BreakerResult) -> Section {
         .map(|s| {
             let width = secs(s.calls_per_bucket.bucket());
             Line {
+                reference: false,
                 name: s.name.clone(),
                 points: s
                     .calls_per_bucket

@@ -391,10 +391,12 @@ impl Report {
         })?;
         let mut written = Vec::new();
         let mut html = String::from(HTML_HEAD);
-        for s in self.sections() {
+        let sections = self.sections();
+        html.push_str(&contents(&sections));
+        for s in &sections {
             let _ = write!(
                 html,
-                "<section id=\"{}\">\n<h2>{}</h2>\n<p>{}</p>\n",
+                "<section id=\"{}\">\n<h2>{} <a class=\"top\" href=\"#contents\">contents</a></h2>\n<p>{}</p>\n",
                 s.id,
                 escape(s.title),
                 escape(&s.about)
@@ -402,15 +404,22 @@ impl Report {
             if let Some(a) = &s.agreement {
                 let _ = writeln!(
                     html,
-                    "<p class=\"{}\"><strong>{}</strong>: {}. <br>This run <strong>{}</strong>: {}.</p>",
+                    "<p class=\"{}\"><strong>{}</strong>: {}.{} <br>This run <strong>{}</strong>: {}.</p>",
                     if a.agrees { "agree" } else { "disagree" },
                     escape(a.source),
                     escape(&a.claim),
+                    if a.criterion.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" <br>Counted as agreeing when {}.", escape(&a.criterion))
+                    },
                     if a.agrees { "agrees" } else { "does not agree" },
                     escape(&a.detail)
                 );
             }
+            let _ = writeln!(html, "<div class=\"table\" id=\"{}-table\">", s.id);
             html.push_str(&s.table.to_html());
+            html.push_str("</div>\n");
             for note in &s.notes {
                 let _ = writeln!(html, "<p class=\"note\">{}</p>", escape(note));
             }
@@ -418,9 +427,9 @@ impl Report {
                 let [svg, png] = plot::draw(chart, dir, stem)?;
                 let _ = writeln!(
                     html,
-                    "<figure><img src=\"{stem}.svg\" alt=\"{}\"><figcaption>{} (<a href=\"{stem}.png\">PNG</a>)</figcaption></figure>",
+                    "<figure id=\"{stem}\"><img src=\"{stem}.svg\" alt=\"{}\"><figcaption>{} (<a href=\"{stem}.png\">PNG</a>)</figcaption></figure>",
                     escape(&chart.title),
-                    escape(&chart.caption)
+                    escape(&chart.full_caption())
                 );
                 written.push(svg);
                 written.push(png);
@@ -438,6 +447,29 @@ impl Report {
     }
 }
 
+/// The table of contents: each section, with its table and its charts.
+fn contents(sections: &[Section]) -> String {
+    let mut out = String::from("<nav id=\"contents\">\n<h2>Contents</h2>\n<ol>\n");
+    for s in sections {
+        let _ = write!(
+            out,
+            "<li><a href=\"#{id}\">{}</a>: <a href=\"#{id}-table\">table</a>",
+            escape(s.title),
+            id = s.id
+        );
+        for (stem, chart) in &s.charts {
+            let _ = write!(
+                out,
+                " \u{b7} <a href=\"#{stem}\">{}</a>",
+                escape(&chart.title)
+            );
+        }
+        out.push_str("</li>\n");
+    }
+    out.push_str("</ol>\n</nav>\n");
+    out
+}
+
 const HTML_HEAD: &str = "<!DOCTYPE html>
 <html lang=\"en\">
 <head>
@@ -445,10 +477,16 @@ const HTML_HEAD: &str = "<!DOCTYPE html>
 <title>steadfast simulation report</title>
 <style>
 body { font-family: sans-serif; max-width: 1000px; margin: 2em auto; color: #222; }
-table { border-collapse: collapse; margin: 1em 0; }
-th, td { border: 1px solid #ccc; padding: 4px 10px; text-align: right; }
-#overload td { white-space: nowrap; }
-th:first-child, td:first-child { text-align: left; }
+nav ol { padding-left: 1.5em; }
+nav li { margin: 0.3em 0; }
+h2 a.top { font-size: 0.55em; font-weight: normal; margin-left: 0.6em; }
+div.table { overflow-x: auto; }
+table { border-collapse: collapse; margin: 1em 0; font-size: 0.92em; }
+th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: right; }
+th { vertical-align: bottom; }
+th.group { text-align: center; }
+td { white-space: nowrap; }
+thead tr:first-child th:first-child, td:first-child { text-align: left; }
 figure { margin: 1em 0; }
 img { max-width: 100%; }
 .agree { border-left: 5px solid #2c2; padding-left: 10px; }
@@ -485,6 +523,7 @@ fn times(a: f64, b: f64) -> String {
 fn series_line(name: &str, series: &crate::metrics::Series, scale: f64) -> Line {
     let width = secs(series.bucket());
     Line {
+        reference: false,
         name: name.to_owned(),
         points: series
             .counts()
@@ -499,20 +538,18 @@ fn series_line(name: &str, series: &crate::metrics::Series, scale: f64) -> Line 
 const THROTTLE_NOTE: &str = "client-side adaptive throttling counts requests and accepts over a \
     2-minute window, as the SRE book specifies, so after the server is back it keeps refusing \
     calls until the failures of the incident age out of that window: its slow recovery here is \
-    that design at work, not a bug, and no advice against the throttle (with a shorter window \
+    that design at work, not a bug, and no reason to avoid the throttle (with a shorter window \
     it recovers sooner, at the cost of reacting to shorter blips).";
 
 fn herd_section(h: &HerdResult) -> Section {
     let c = &h.config;
     let window_ms = c.window.as_secs_f64() * 1e3;
-    let mut table = Table::new(&[
-        "strategy",
-        "attempts",
-        "attempts while down",
-        &format!("peak per {window_ms:.0} ms once back"),
-        &format!("peak per {window_ms:.0} ms, whole run"),
-        "all connected after (s)",
-        "gave up",
+    let peak = format!("peak attempts per {window_ms:.0} ms");
+    let mut table = Table::grouped(&[
+        ("", &["strategy"]),
+        ("attempts", &["all", "while down"]),
+        (&peak, &["once back", "whole run"]),
+        ("", &["all connected after (s)", "gave up"]),
     ]);
     for s in &h.strategies {
         table.row(vec![
@@ -559,6 +596,7 @@ fn herd_section(h: &HerdResult) -> Section {
             );
             points.push((end, total as f64));
             Line {
+                reference: false,
                 name: s.name.clone(),
                 points,
             }
@@ -697,17 +735,12 @@ fn has_throttle<'a>(controls: impl IntoIterator<Item = &'a storm::StormControl>)
 
 fn storm_section(r: &StormResult) -> Section {
     let c = &r.config;
-    let mut table = Table::new(&[
-        "strategy",
-        "calls",
-        "attempts",
-        "attempts/call, whole run",
-        "attempts/call, calls in incident",
-        "success, all calls",
-        "success, calls in incident",
-        "recovered (s after incident)",
-        "calls refused locally",
-        "retries refused",
+    let mut table = Table::grouped(&[
+        ("", &["strategy", "calls", "attempts"]),
+        ("attempts/call", &["whole run", "calls in incident"]),
+        ("success", &["all calls", "calls in incident"]),
+        ("", &["recovered (s after incident)"]),
+        ("refused locally", &["calls", "retries"]),
     ]);
     for s in &r.strategies {
         table.row(vec![
@@ -734,6 +767,7 @@ fn storm_section(r: &StormResult) -> Section {
         .strategies
         .iter()
         .map(|s| Line {
+            reference: false,
             name: s.name.clone(),
             points: s
                 .success_rate_per_bucket()
@@ -835,18 +869,18 @@ fn storm_bucket(r: &StormResult) -> u64 {
 fn metastable_section(r: &MetastableResult) -> Section {
     let c = &r.config;
     let end_window = r.strategies.first().map_or(0.0, |s| s.end_window_s);
-    let mut table = Table::new(&[
-        "strategy",
-        "goodput before trigger (calls/s)",
-        "goodput in trigger",
-        &format!("goodput at end (last {end_window:.0} s)"),
-        "recovered (s after trigger)",
-        "attempts/call, calls in trigger",
-        "attempts/call, calls after",
-        "served for callers gone (% of served)",
-        "dropped: deadline passed",
-        "calls refused locally",
-        "retries refused",
+    let at_end = format!("at end (last {end_window:.0} s)");
+    let mut table = Table::grouped(&[
+        ("", &["strategy"]),
+        (
+            "goodput (calls/s)",
+            &["before trigger", "in trigger", &at_end],
+        ),
+        ("", &["recovered (s after trigger)"]),
+        ("attempts/call", &["calls in trigger", "calls after"]),
+        ("served for callers gone", &["% of served"]),
+        ("dropped", &["deadline passed"]),
+        ("refused locally", &["calls", "retries"]),
     ]);
     for s in &r.strategies {
         table.row(vec![
@@ -888,6 +922,7 @@ fn metastable_section(r: &MetastableResult) -> Section {
         .map(|s| series_line(&s.name, &s.attempts_per_bucket, per_sec))
         .collect();
     attempts.push(Line {
+        reference: true,
         name: "server capacity".to_owned(),
         points: vec![
             (0.0, capacity),
@@ -969,7 +1004,7 @@ fn metastable_section(r: &MetastableResult) -> Section {
                     title: "Attempts sent to the server per second".to_owned(),
                     caption: format!(
                         "Load: attempts per second reaching the server, against its capacity \
-                         (black). Shaded: the trigger. A strategy whose load stays above the \
+                         (grey). Shaded: the trigger. A strategy whose load stays above the \
                          capacity after the trigger cannot recover: the queue never drains. \
                          Calls arrive at {:.0}/s; 3 attempts per call make {:.0}/s.",
                         c.call_rate,
@@ -1017,6 +1052,7 @@ fn tail_section(r: &TailResult) -> Section {
         .strategies
         .iter()
         .map(|s| Line {
+            reference: false,
             name: s.name.clone(),
             points: s.quantile_curve.clone(),
         })

@@ -84,6 +84,7 @@ pub(super) fn section(r: &OverloadResult) -> Section {
     let capacity = c.server.capacity_per_sec();
     let in_drop = c.capacity_in_drop();
     let step_line = |name: &str, full: f64, low: f64| Line {
+        reference: true,
         name: name.to_owned(),
         points: vec![
             (0.0, full),
@@ -102,6 +103,7 @@ pub(super) fn section(r: &OverloadResult) -> Section {
     let p99: Vec<Line> = once
         .iter()
         .map(|s| Line {
+            reference: false,
             name: s.name.clone(),
             points: s
                 .p99_per_bucket_ms
@@ -125,6 +127,7 @@ pub(super) fn section(r: &OverloadResult) -> Section {
         .filter_map(|s| {
             let t = s.limit.as_ref()?;
             Some(Line {
+                reference: false,
                 name: s.name.clone(),
                 points: t
                     .samples

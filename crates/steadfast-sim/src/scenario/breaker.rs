@@ -269,7 +269,7 @@ impl BreakerConfig {
         check::positive_duration(SCOPE, "outage_length", self.outage_length)?;
         check::positive_duration(SCOPE, "bucket", self.bucket)?;
         check::fraction(SCOPE, "recovery_threshold", self.recovery_threshold)?;
-        self.server.validate()?;
+        self.server.validate_capacity()?;
         if self.outage_end() > self.duration {
             return Err(SimError::config(
                 SCOPE,
@@ -666,6 +666,10 @@ fn nygard(config: &BreakerConfig, results: &[BreakerStrategyResult]) -> Option<A
         claim: "once open, a breaker fails calls fast instead of sending them to the failing \
                 dependency (only trial calls go), and a trial call after its timeout closes it \
                 again"
+            .to_owned(),
+        criterion: "with a breaker, the attempts per second on the down server in the outage's \
+                    second half are at most 1.2x the clients' trial calls, and full recovery comes \
+                    within one break (plus one chart bucket) of the server's return"
             .to_owned(),
         agrees: fast && back,
         detail: format!(

@@ -497,6 +497,10 @@ fn brooker(results: &[HerdStrategyResult], clients: u32) -> Option<Agreement> {
     Some(Agreement {
         source: "Brooker, \"Exponential Backoff And Jitter\" (AWS Architecture Blog, 2015)",
         claim: "jitter cuts the work of contending clients by more than half; no jitter is the clear loser".to_owned(),
+        criterion: "full jitter makes less than half the attempts of no jitter, and no jitter has \
+                    both the highest peak once the server is back and the latest time by which \
+                    every client is connected"
+            .to_owned(),
         agrees,
         detail: format!(
             "full jitter made {} attempts against {} without jitter ({:.0} % of the work); \

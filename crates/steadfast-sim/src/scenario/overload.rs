@@ -465,7 +465,7 @@ impl OverloadConfig {
             1,
             "must be at least 1",
         )?;
-        self.server.validate()?;
+        self.server.validate_capacity()?;
         match self.drop.kind {
             IncidentKind::Overload { capacity } if capacity > 0.0 && capacity < 1.0 => {}
             kind => {
@@ -1260,14 +1260,18 @@ fn performance_under_load(
     };
     Some(Agreement {
         source: "Netflix Technology Blog, \"Performance Under Load\" (Landau, Thurston, Bozarth, 2018)",
-        claim: format!(
-            "without a limit, arrivals above a service's capacity grow its queue and latency until \
-             requests time out; an adaptive concurrency limit finds the concurrency the service \
-             can take and sheds the excess, keeping latency low while the service stays busy \
-             (here: p99 in the drop at least {UNPROTECTED_P99:.0}x the unloaded p99 without a \
-             limit; within {PROTECTED_P99:.0}x with an adaptive limit that keeps at least \
-             {:.0} % of the goodput before, in and after the drop)",
-            BUSY * 100.0
+        claim: "without a limit, arrivals above a service's capacity grow its queue and latency \
+                until requests time out; an adaptive concurrency limit finds the concurrency the \
+                service can take and sheds the excess, keeping latency low while the service \
+                stays busy"
+            .to_owned(),
+        criterion: format!(
+            "without a limit the p99 in the drop is at least {UNPROTECTED_P99:.0}x the unloaded \
+             p99, and some adaptive limit that keeps at least {busy:.0} % of the goodput without \
+             a limit before and after the drop, and {busy:.0} % of the capacity left in it, keeps \
+             the p99 in the drop within {PROTECTED_P99:.0}x the unloaded p99 (thresholds of the \
+             simulator, not of the blog)",
+            busy = BUSY * 100.0
         ),
         agrees,
         detail: format!(

@@ -415,7 +415,7 @@ impl StormConfig {
                 self.clock_resolution,
             ));
         }
-        self.server.validate()?;
+        self.server.validate_capacity()?;
         if let IncidentKind::Overload { capacity } = self.incident.kind {
             check::fraction(SCOPE, "incident.capacity", capacity)?;
         }
@@ -876,6 +876,9 @@ fn sre_book(results: &[StormStrategyResult]) -> Option<Agreement> {
     Some(Agreement {
         source: "Beyer et al., Site Reliability Engineering (Google, 2016), ch. 21-22: retry budgets",
         claim: "plain retries multiply the load in an incident (3 attempts: up to 3x, when every attempt fails); a 10 % retry budget holds it to about 1.1x".to_owned(),
+        criterion: "plain retries at least double the attempts per call started in the incident, \
+                    and the retry budget (and the token bucket, if run) hold them to 1.25x or less"
+            .to_owned(),
         agrees,
         detail: format!(
             "amplification during the incident: plain 3 attempts {:.2}x, retry budget {:.2}x{}",
