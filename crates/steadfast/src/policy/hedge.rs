@@ -86,6 +86,7 @@ impl fmt::Debug for HedgePolicy {
             .field("max_delay", &self.limits.max_delay())
             .field("max_elapsed", &self.limits.max_elapsed())
             .field("control", &self.limits.control())
+            .field("concurrency_limit", &self.limits.concurrency_limit())
             .finish()
     }
 }

@@ -50,6 +50,7 @@ impl<S: fmt::Debug> fmt::Debug for RetryPolicy<S> {
             .field("max_elapsed", &self.limits.max_elapsed())
             .field("attempt_timeout", &self.attempt_timeout)
             .field("control", &self.limits.control())
+            .field("concurrency_limit", &self.limits.concurrency_limit())
             .finish()
     }
 }
