@@ -66,10 +66,12 @@
 //!   expired" a hair after it, as tonic does: that is the deadline's doing).
 #![warn(missing_docs)]
 
+mod channel;
 mod classify;
 mod code;
 pub mod config;
 mod connect;
+mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 mod layer;
@@ -78,12 +80,14 @@ mod replay;
 pub mod server;
 mod throttle;
 
+pub use channel::{ChannelFuture, ConfigSource, GrpcChannel, channel};
 pub use classify::{CodeSet, GrpcClassify, PUSHBACK_HEADER, head_status, is_overload, pushback};
 pub use code::{Code, UnknownCode};
 pub use connect::{BackoffConnector, ConnectError, ConnectFuture};
+pub use error::Error;
 pub use layer::{BoxError, GrpcFuture, GrpcLayer, GrpcLayerBuilder, GrpcService};
 pub use replay::{DEFAULT_GRPC_REPLAY_LIMIT, GrpcReplay, PREVIOUS_ATTEMPTS_HEADER};
-pub use throttle::bucket_for;
+pub use throttle::{bucket_for, target_key};
 
 /// The crate README's example, compiled as a doctest.
 #[cfg(doctest)]
