@@ -89,7 +89,15 @@ pub fn target_key(target: &str) -> Option<String> {
     if host.is_empty() {
         return None;
     }
-    let port = parsed.port_u16().unwrap_or(default_port);
+    // A port that is written must be one (`h:99999` names no server).
+    let after_host = authority
+        .rsplit_once(']')
+        .map_or(authority, |(_, rest)| rest);
+    let port = match parsed.port_u16() {
+        Some(port) => port,
+        None if after_host.contains(':') => return None,
+        None => default_port,
+    };
     Some(format!("{}:{port}", host.to_ascii_lowercase()))
 }
 
