@@ -1,5 +1,5 @@
 //! The client half of the gRPC demo (start `echo_server` first): a tonic
-//! client whose channel goes through a `GrpcLayer` built from a gRPC
+//! client whose channel goes through `steadfast_grpc::channel` with a gRPC
 //! service config, with steadfast's trace printed, so you can watch a
 //! retry, a pushback, a hedge and a throttled retry happen.
 //!
@@ -10,14 +10,9 @@
 
 use std::time::Instant;
 
-use http::Request;
-use steadfast_grpc::config::ServiceConfig;
-use steadfast_grpc::{BackoffConnector, GrpcLayer};
+use steadfast_grpc::BackoffConnector;
 use steadfast_grpc_testkit::echo::SayRequest;
 use steadfast_grpc_testkit::echo::echo_client::EchoClient;
-use steadfast_tower::replay::ReplayBody;
-use tonic::body::Body;
-use tower::{Layer, ServiceBuilder};
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::prelude::*;
 
@@ -58,19 +53,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let url = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "http://127.0.0.1:50051".to_owned());
-    let target = url.trim_start_matches("http://").to_owned();
 
     // Reconnects follow the gRPC connection backoff. (No Nagle delay, as
     // tonic's own connector sets.)
     let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
     http.set_nodelay(true);
     let connector = BackoffConnector::new(http);
-    let channel =
-        tonic::transport::Endpoint::from_shared(url)?.connect_with_connector_lazy(connector);
-    let to_tonic: fn(Request<ReplayBody<Body>>) -> Request<Body> = |r| r.map(Body::new);
-    let channel = ServiceBuilder::new().map_request(to_tonic).service(channel);
-    let layer = GrpcLayer::new(ServiceConfig::from_json(SERVICE_CONFIG)?, &target)?;
-    let mut client = EchoClient::new(layer.layer(channel));
+    let channel = tonic::transport::Endpoint::from_shared(url.clone())?
+        .connect_with_connector_lazy(connector);
+    let mut client = EchoClient::new(steadfast_grpc::channel(channel, &url, SERVICE_CONFIG)?);
     let say = |key: &str| SayRequest {
         text: format!("hello, {key}"),
         key: key.to_owned(),

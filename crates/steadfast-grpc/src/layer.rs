@@ -98,9 +98,10 @@ impl<C> Routes<C> {
 /// while it is in flight, and a call the limit refuses is answered
 /// `RESOURCE_EXHAUSTED`, its message naming the limit.
 ///
-/// The inner service takes `http::Request<ReplayBody<B>>`: for a tonic
-/// `Channel`, map the body back with `tonic::body::Body::new` (see the
-/// crate README).
+/// The inner service takes `http::Request<ReplayBody<B>>`. For a tonic
+/// `Channel`, [`GrpcLayer::channel`] (or the [`channel`](crate::channel)
+/// function) wraps it with tonic's body types on both sides, ready for a
+/// generated client.
 pub struct GrpcLayer<C = DefaultClock> {
     routes: Arc<Routes<C>>,
     header: SetDeadlineHeaderLayer<C>,
@@ -391,6 +392,14 @@ impl<S: fmt::Debug, C: fmt::Debug> fmt::Debug for GrpcService<S, C> {
         f.debug_struct("GrpcService")
             .field("inner", &self.inner)
             .finish_non_exhaustive()
+    }
+}
+
+impl<S, C> GrpcService<S, C> {
+    /// The concurrency limit every call takes its slots of, if it has one.
+    #[must_use]
+    pub fn concurrency_limit(&self) -> Option<&ConcurrencyLimit> {
+        self.routes.concurrency.as_ref()
     }
 }
 

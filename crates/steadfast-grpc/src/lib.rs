@@ -4,6 +4,23 @@
 //! grpc-go or grpc-java, wrap a tonic channel, and get its retries, hedging
 //! and retry throttling, per method.
 //!
+//! - [`channel`]: the one call for tonic users: a `Channel`, its target and
+//!   a service config (JSON text or bytes, a `serde_json::Value`) in, a
+//!   [`GrpcChannel`] out, which a generated client takes as it takes the
+//!   channel; every setup failure is one [`Error`]. The throttling bucket
+//!   is keyed by [`target_key`], so `host:port` and `http://host:port` are
+//!   one server.
+//!
+//!   ```no_run
+//!   # use tonic::transport::Channel;
+//!   # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//!   # const CONFIG: &str = "{}";
+//!   let channel = Channel::from_static("http://127.0.0.1:50051").connect().await?;
+//!   let channel = steadfast_grpc::channel(channel, "http://127.0.0.1:50051", CONFIG)?;
+//!   // let mut client = GreeterClient::new(channel);
+//!   # let _ = channel;
+//!   # Ok(()) }
+//!   ```
 //! - [`config`]: the service config, parsed and validated as A6 says, and
 //!   its policies as the core's values.
 //! - [`GrpcLayer`]: a tower layer over any gRPC client service (a tonic
@@ -66,10 +83,12 @@
 //!   expired" a hair after it, as tonic does: that is the deadline's doing).
 #![warn(missing_docs)]
 
+mod channel;
 mod classify;
 mod code;
 pub mod config;
 mod connect;
+mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 mod layer;
@@ -78,12 +97,14 @@ mod replay;
 pub mod server;
 mod throttle;
 
+pub use channel::{ChannelFuture, ConfigSource, GrpcChannel, channel};
 pub use classify::{CodeSet, GrpcClassify, PUSHBACK_HEADER, head_status, is_overload, pushback};
 pub use code::{Code, UnknownCode};
 pub use connect::{BackoffConnector, ConnectError, ConnectFuture};
+pub use error::Error;
 pub use layer::{BoxError, GrpcFuture, GrpcLayer, GrpcLayerBuilder, GrpcService};
 pub use replay::{DEFAULT_GRPC_REPLAY_LIMIT, GrpcReplay, PREVIOUS_ATTEMPTS_HEADER};
-pub use throttle::bucket_for;
+pub use throttle::{bucket_for, target_key};
 
 /// The crate README's example, compiled as a doctest.
 #[cfg(doctest)]

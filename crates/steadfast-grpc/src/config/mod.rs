@@ -133,6 +133,45 @@ impl ServiceConfig {
         parse::service_config(json, options)
     }
 
+    /// Reads a service config from JSON bytes (a file's contents, say),
+    /// with the default cap of 5 attempts.
+    ///
+    /// # Errors
+    /// A [`ServiceConfigError`] naming the first invalid field, or saying
+    /// the bytes are not JSON (invalid UTF-8 included).
+    pub fn from_slice(json: &[u8]) -> Result<Self, ServiceConfigError> {
+        parse::service_config_bytes(json, ParseOptions::default())
+    }
+
+    /// Reads a service config already parsed as a [`serde_json::Value`]
+    /// (built with `serde_json::json!`, or a part of a larger document),
+    /// with the default cap of 5 attempts.
+    ///
+    /// ```
+    /// use steadfast_grpc::config::ServiceConfig;
+    /// let value = serde_json::json!({"retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}});
+    /// let config = ServiceConfig::from_value(&value)?;
+    /// assert!(config.retry_throttling().is_some());
+    /// # Ok::<(), steadfast_grpc::config::ServiceConfigError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// A [`ServiceConfigError`] naming the first invalid field.
+    pub fn from_value(value: &serde_json::Value) -> Result<Self, ServiceConfigError> {
+        parse::from_value(value, ParseOptions::default())
+    }
+
+    /// [`from_value`](ServiceConfig::from_value) with `options`.
+    ///
+    /// # Errors
+    /// A [`ServiceConfigError`] naming the first invalid field.
+    pub fn from_value_with(
+        value: &serde_json::Value,
+        options: ParseOptions,
+    ) -> Result<Self, ServiceConfigError> {
+        parse::from_value(value, options)
+    }
+
     /// Every method config, in the order given.
     #[must_use]
     pub fn method_configs(&self) -> &[MethodConfig] {

@@ -17,7 +17,17 @@ type Result<T> = std::result::Result<T, ServiceConfigError>;
 pub(crate) fn service_config(json: &str, options: ParseOptions) -> Result<ServiceConfig> {
     let root: Value = serde_json::from_str(json)
         .map_err(|e| ServiceConfigError::new("", "must be valid JSON", e))?;
-    let root = object(&root, "(the config)")?;
+    from_value(&root, options)
+}
+
+pub(crate) fn service_config_bytes(json: &[u8], options: ParseOptions) -> Result<ServiceConfig> {
+    let root: Value = serde_json::from_slice(json)
+        .map_err(|e| ServiceConfigError::new("", "must be valid JSON", e))?;
+    from_value(&root, options)
+}
+
+pub(crate) fn from_value(root: &Value, options: ParseOptions) -> Result<ServiceConfig> {
+    let root = object(root, "(the config)")?;
     let methods = match root.get("methodConfig") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) => items
