@@ -239,6 +239,41 @@ pub(crate) mod check {
         Ok(())
     }
 
+    /// A scenario's strategies: at least one, each with `max_attempts`
+    /// (counting the first) from 1 to 100.
+    pub(crate) fn strategies<S>(
+        scope: &'static str,
+        strategies: &[S],
+        max_attempts: impl Fn(&S) -> u32,
+    ) -> Result<(), SimError> {
+        if strategies.is_empty() {
+            return Err(SimError::config(
+                scope,
+                "strategies",
+                "must name at least one",
+                0,
+            ));
+        }
+        for s in strategies {
+            let attempts = u64::from(max_attempts(s));
+            at_least(
+                scope,
+                "strategies.max_attempts",
+                attempts,
+                1,
+                "must be at least 1",
+            )?;
+            at_most(
+                scope,
+                "strategies.max_attempts",
+                attempts,
+                100,
+                "must be at most 100",
+            )?;
+        }
+        Ok(())
+    }
+
     pub(crate) fn at_most(
         scope: &'static str,
         field: &'static str,

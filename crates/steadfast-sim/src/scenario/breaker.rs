@@ -296,30 +296,7 @@ impl BreakerConfig {
                 self.bucket,
             ));
         }
-        if self.strategies.is_empty() {
-            return Err(SimError::config(
-                SCOPE,
-                "strategies",
-                "must name at least one",
-                0,
-            ));
-        }
-        for s in &self.strategies {
-            check::at_least(
-                SCOPE,
-                "strategies.max_attempts",
-                s.max_attempts.into(),
-                1,
-                "must be at least 1",
-            )?;
-            check::at_most(
-                SCOPE,
-                "strategies.max_attempts",
-                s.max_attempts.into(),
-                100,
-                "must be at most 100",
-            )?;
-        }
+        check::strategies(SCOPE, &self.strategies, |s| s.max_attempts)?;
         Ok(())
     }
 }

@@ -320,29 +320,8 @@ impl MetastableConfig {
         }
         check::calls(SCOPE, "call_rate", self.call_rate, self.duration)?;
         check::buckets(SCOPE, "duration", self.duration, self.bucket)?;
-        if self.strategies.is_empty() {
-            return Err(SimError::config(
-                SCOPE,
-                "strategies",
-                "must name at least one",
-                0,
-            ));
-        }
+        check::strategies(SCOPE, &self.strategies, |s| s.max_attempts)?;
         for s in &self.strategies {
-            check::at_least(
-                SCOPE,
-                "strategies.max_attempts",
-                s.max_attempts.into(),
-                1,
-                "must be at least 1",
-            )?;
-            check::at_most(
-                SCOPE,
-                "strategies.max_attempts",
-                s.max_attempts.into(),
-                100,
-                "must be at most 100",
-            )?;
             if s.deadline.is_some_and(|d| d.is_zero()) {
                 return Err(SimError::config(
                     SCOPE,

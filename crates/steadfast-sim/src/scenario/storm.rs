@@ -430,30 +430,7 @@ impl StormConfig {
         // A bound on the work: the expected number of calls.
         check::calls(SCOPE, "call_rate", self.call_rate, self.duration)?;
         check::buckets(SCOPE, "duration", self.duration, self.bucket)?;
-        if self.strategies.is_empty() {
-            return Err(SimError::config(
-                SCOPE,
-                "strategies",
-                "must name at least one",
-                0,
-            ));
-        }
-        for s in &self.strategies {
-            check::at_most(
-                SCOPE,
-                "strategies.max_attempts",
-                s.max_attempts.into(),
-                100,
-                "must be at most 100",
-            )?;
-            check::at_least(
-                SCOPE,
-                "strategies.max_attempts",
-                s.max_attempts.into(),
-                1,
-                "must be at least 1",
-            )?;
-        }
+        check::strategies(SCOPE, &self.strategies, |s| s.max_attempts)?;
         Ok(())
     }
 }
