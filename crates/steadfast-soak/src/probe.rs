@@ -1,0 +1,91 @@
+//! What the soak measures of the process itself: open file descriptors,
+//! live tasks, panics, and the runtime's own timer lag (how late a plain
+//! `tokio::time::sleep` wakes on this machine, under this load), which is
+//! the floor under any deadline the library can keep.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// Open file descriptors of this process (Linux: `/proc/self/fd`), or
+/// `None` where that is not readable.
+pub fn open_fds() -> Option<usize> {
+    std::fs::read_dir("/proc/self/fd").ok().map(Iterator::count)
+}
+
+/// Live tasks of the current tokio runtime.
+pub fn live_tasks() -> usize {
+    tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks()
+}
+
+/// Waits (in real time, at most `limit`) until `done` holds; whether it did.
+pub async fn settle(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while !done() {
+        if start.elapsed() > limit {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    true
+}
+
+static PANICS: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts every panic in the process (and still prints it).
+pub fn count_panics() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        PANICS.fetch_add(1, Ordering::SeqCst);
+        previous(info);
+    }));
+}
+
+/// Panics so far.
+pub fn panics() -> usize {
+    PANICS.load(Ordering::SeqCst)
+}
+
+/// A task that sleeps 1 ms again and again and records how late it wakes.
+#[derive(Debug)]
+pub struct TimerLag {
+    worst_micros: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl TimerLag {
+    /// Starts the probe on the current runtime.
+    pub fn start() -> Self {
+        let worst_micros = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let task = tokio::spawn({
+            let worst = Arc::clone(&worst_micros);
+            let stop = Arc::clone(&stop);
+            async move {
+                let period = Duration::from_millis(1);
+                while !stop.load(Ordering::Relaxed) {
+                    let asked = Instant::now() + period;
+                    tokio::time::sleep_until(asked.into()).await;
+                    let late = Instant::now().saturating_duration_since(asked);
+                    let micros = u64::try_from(late.as_micros()).unwrap_or(u64::MAX);
+                    worst.fetch_max(micros, Ordering::Relaxed);
+                }
+            }
+        });
+        Self {
+            worst_micros,
+            stop,
+            task,
+        }
+    }
+
+    /// Stops the probe; the latest it woke.
+    pub async fn finish(self) -> Duration {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.task.await;
+        Duration::from_micros(self.worst_micros.load(Ordering::Relaxed))
+    }
+}
