@@ -261,10 +261,19 @@ fn judge(record: &Record, seen: &[Received<HttpFault>], setup: &Setup, findings:
             ..
         } => (attempts, timed_out),
     };
-    // An attempt cut off by the deadline may have died in the client
-    // before its request reached the server.
+    // An attempt the deadline cut off while connecting is not counted (the
+    // error says it was never sent); one cut off after hyper took it but
+    // before hyper wrote it cannot be told from one the server is still
+    // reading, and is counted.
+    if let Ended::Failed { text, .. } = &record.ended
+        && text.ends_with("(it was never sent)")
+    {
+        findings.outcome("(the deadline cut off an attempt while it was connecting: not counted)");
+    }
     if attempts == received + 1 && timed_out {
-        findings.outcome("(an attempt cut off by the deadline never reached the server)");
+        findings.outcome(
+            "(an attempt cut off by the deadline before it was written: counted, never received)",
+        );
     } else if attempts != received {
         findings.violation("the client's attempt count is not the server's", show);
     }
@@ -301,6 +310,20 @@ fn judge(record: &Record, seen: &[Received<HttpFault>], setup: &Setup, findings:
         ) => {
             findings.outcome("response 200, body reset; last attempt: reset in body");
         }
+        // The head came in time, the deadline passed before the body was
+        // read: the deadline covers the body.
+        (
+            Ended::BodyFailed {
+                status: 200,
+                deadline: true,
+                ..
+            },
+            Some(HttpFault::None),
+        ) if record.elapsed >= setup.deadline => {
+            findings.outcome(
+                "response 200, the deadline passed before its body was read; last attempt: ok",
+            );
+        }
         (Ended::BodyFailed { .. }, _) => {
             findings.violation("a body failure the server did not cause", show);
         }
@@ -333,7 +356,9 @@ fn judge(record: &Record, seen: &[Received<HttpFault>], setup: &Setup, findings:
                 // or before the attempt reached it.
                 (None, false, f) => {
                     *reason == StopReason::Deadline
-                        && (f == Some(HttpFault::Stall) || attempts == received + 1)
+                        && (f == Some(HttpFault::Stall)
+                            || attempts == received + 1
+                            || text.ends_with("(it was never sent)"))
                 }
                 (_, _, None) => false,
             };
