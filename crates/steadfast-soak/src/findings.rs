@@ -24,6 +24,8 @@ pub struct Findings {
     pub worst_late: Duration,
     /// Calls that returned after their deadline (by any amount).
     pub late_calls: u64,
+    /// How late each of those was.
+    pub lateness: Vec<Duration>,
     /// The runtime's own worst timer lag during the run.
     pub timer_lag: Duration,
     /// File descriptors before the client was made, and after it was
@@ -61,6 +63,7 @@ impl Findings {
         if let Some(late) = elapsed.checked_sub(deadline).filter(|l| !l.is_zero()) {
             self.late_calls += 1;
             self.worst_late = self.worst_late.max(late);
+            self.lateness.push(late);
         }
     }
 
@@ -69,6 +72,19 @@ impl Findings {
         #[allow(clippy::cast_precision_loss)]
         let ratio = self.server_attempts as f64 / self.calls.max(1) as f64;
         ratio
+    }
+
+    /// The `q` quantile (0 to 1) of how late the late calls were.
+    pub fn late_quantile(&self, q: f64) -> Duration {
+        let mut all = self.lateness.clone();
+        all.sort_unstable();
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss
+        )]
+        let i = ((all.len().saturating_sub(1)) as f64 * q).round() as usize;
+        all.get(i).copied().unwrap_or_default()
     }
 
     pub fn violations(&self) -> u64 {
@@ -90,12 +106,15 @@ impl fmt::Display for Findings {
         for (kind, n) in &self.outcomes {
             writeln!(f, "   {n:>8}  {kind}")?;
         }
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
         writeln!(
             f,
-            "   latest return past the deadline: {:.1} ms ({} calls late at all); the runtime's own timer lag: {:.1} ms",
-            self.worst_late.as_secs_f64() * 1e3,
+            "   latest return past the deadline: {:.1} ms ({} calls late at all: median {:.2} ms, p99 {:.2} ms); the runtime's own worst timer lag: {:.1} ms",
+            ms(self.worst_late),
             self.late_calls,
-            self.timer_lag.as_secs_f64() * 1e3
+            ms(self.late_quantile(0.5)),
+            ms(self.late_quantile(0.99)),
+            ms(self.timer_lag)
         )?;
         if let Some((before, after)) = self.fds {
             writeln!(f, "   file descriptors: {before} before, {after} after")?;
