@@ -68,8 +68,7 @@ pub async fn soak(
             return findings;
         }
     };
-    let fds_before = probe::open_fds();
-    let tasks_before = probe::live_tasks();
+    let baseline = probe::Baseline::take();
     let lag = probe::TimerLag::start();
     let started = Instant::now();
     let records = {
@@ -98,25 +97,7 @@ pub async fn soak(
     };
     findings.wall = started.elapsed();
     findings.timer_lag = lag.finish().await;
-    let quiet = probe::settle(Duration::from_secs(10), || {
-        server.open.load(Ordering::SeqCst) == 0
-            && probe::open_fds() == fds_before
-            && probe::live_tasks() == tasks_before
-    })
-    .await;
-    findings.fds = fds_before.zip(probe::open_fds());
-    findings.tasks = (tasks_before, probe::live_tasks());
-    if !quiet {
-        let open = server.open.load(Ordering::SeqCst);
-        let state = format!(
-            "fds {:?}, tasks {:?}, server connections open {open}",
-            findings.fds, findings.tasks
-        );
-        findings.violation(
-            "descriptors, tasks or connections not back to their start",
-            || state,
-        );
-    }
+    baseline.check(&server.open, &mut findings).await;
     for record in &records {
         judge(
             record,

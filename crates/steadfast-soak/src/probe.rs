@@ -7,6 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::findings::Findings;
+
 /// Open file descriptors of this process (Linux: `/proc/self/fd`), or
 /// `None` where that is not readable.
 pub fn open_fds() -> Option<usize> {
@@ -18,6 +20,49 @@ pub fn live_tasks() -> usize {
     tokio::runtime::Handle::current()
         .metrics()
         .num_alive_tasks()
+}
+
+/// Descriptors and live tasks before a client is made, to hold the
+/// counts after it is dropped against.
+#[derive(Debug, Clone, Copy)]
+pub struct Baseline {
+    fds: Option<usize>,
+    tasks: usize,
+}
+
+impl Baseline {
+    pub fn take() -> Self {
+        Self {
+            fds: open_fds(),
+            tasks: live_tasks(),
+        }
+    }
+
+    /// Waits (at most 10 s) until the descriptors, the live tasks and the
+    /// server's open connections are back to their start; records what it
+    /// found, and a violation if they are not.
+    pub async fn check(self, server_open: &AtomicUsize, findings: &mut Findings) {
+        let quiet = settle(Duration::from_secs(10), || {
+            server_open.load(Ordering::SeqCst) == 0
+                && open_fds() == self.fds
+                && live_tasks() == self.tasks
+        })
+        .await;
+        findings.fds = self.fds.zip(open_fds());
+        findings.tasks = (self.tasks, live_tasks());
+        if !quiet {
+            let state = format!(
+                "fds {:?}, tasks {:?}, server connections open {}",
+                findings.fds,
+                findings.tasks,
+                server_open.load(Ordering::SeqCst)
+            );
+            findings.violation(
+                "descriptors, tasks or connections not back to their start",
+                || state,
+            );
+        }
+    }
 }
 
 /// Waits (in real time, at most `limit`) until `done` holds; whether it did.
