@@ -93,44 +93,53 @@ pub fn panics() -> usize {
     PANICS.load(Ordering::SeqCst)
 }
 
-/// A task that sleeps 1 ms again and again and records how late it wakes.
+/// Tasks that sleep 1 ms again and again and record how late they wake:
+/// several, because a task woken in the same tick as many others waits its
+/// turn behind them, and one probe sees only its own place in that queue.
 #[derive(Debug)]
 pub struct TimerLag {
     worst_micros: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
-    task: tokio::task::JoinHandle<()>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
+/// Probe tasks per [`TimerLag`].
+const PROBES: usize = 8;
+
 impl TimerLag {
-    /// Starts the probe on the current runtime.
+    /// Starts the probes on the current runtime.
     pub fn start() -> Self {
         let worst_micros = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
-        let task = tokio::spawn({
-            let worst = Arc::clone(&worst_micros);
-            let stop = Arc::clone(&stop);
-            async move {
-                let period = Duration::from_millis(1);
-                while !stop.load(Ordering::Relaxed) {
-                    let asked = Instant::now() + period;
-                    tokio::time::sleep_until(asked.into()).await;
-                    let late = Instant::now().saturating_duration_since(asked);
-                    let micros = u64::try_from(late.as_micros()).unwrap_or(u64::MAX);
-                    worst.fetch_max(micros, Ordering::Relaxed);
-                }
-            }
-        });
+        let tasks = (0..PROBES)
+            .map(|_| {
+                let worst = Arc::clone(&worst_micros);
+                let stop = Arc::clone(&stop);
+                tokio::spawn(async move {
+                    let period = Duration::from_millis(1);
+                    while !stop.load(Ordering::Relaxed) {
+                        let asked = Instant::now() + period;
+                        tokio::time::sleep_until(asked.into()).await;
+                        let late = Instant::now().saturating_duration_since(asked);
+                        let micros = u64::try_from(late.as_micros()).unwrap_or(u64::MAX);
+                        worst.fetch_max(micros, Ordering::Relaxed);
+                    }
+                })
+            })
+            .collect();
         Self {
             worst_micros,
             stop,
-            task,
+            tasks,
         }
     }
 
-    /// Stops the probe; the latest it woke.
+    /// Stops the probes; the latest any of them woke.
     pub async fn finish(self) -> Duration {
         self.stop.store(true, Ordering::Relaxed);
-        let _ = self.task.await;
+        for task in self.tasks {
+            let _ = task.await;
+        }
         Duration::from_micros(self.worst_micros.load(Ordering::Relaxed))
     }
 }
