@@ -101,6 +101,7 @@ pub mod deadline;
 pub mod hedge;
 pub mod limit;
 pub mod policy;
+pub mod rate;
 pub mod retry;
 mod rng;
 mod telemetry;

@@ -204,5 +204,27 @@ fn main() {
     assert_eq!(n, 1, "async executor, controlled policy: {n} allocations");
     checks += 1;
 
+    // A rate limit's admission, alone and combined, keyed for a known key.
+    let rate = steadfast::rate::RateLimit::builder()
+        .quota(steadfast::rate::Quota::per_second(1_000_000).expect("valid"))
+        .quota(steadfast::rate::Quota::per_minute(1_000_000).expect("valid"))
+        .build()
+        .expect("valid limit");
+    let keyed = steadfast::rate::KeyedRateLimit::<u64>::builder()
+        .quota(steadfast::rate::Quota::per_second(1_000_000).expect("valid"))
+        .build()
+        .expect("valid limit");
+    keyed.check(&7).expect("admitted"); // the key's first call makes its entry
+    let n = allocations_during(|| {
+        for _ in 0..100 {
+            rate.check().expect("admitted");
+            keyed.check(&7).expect("admitted");
+        }
+        let refused = rate.check_n(2_000_000).expect_err("above the burst");
+        assert_eq!(refused.retry_after, None);
+    });
+    assert_eq!(n, 0, "rate limits, admission and refusal: {n} allocations");
+    checks += 1;
+
     println!("success_path_allocations: {checks} passed, 0 failed");
 }

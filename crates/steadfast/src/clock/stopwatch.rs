@@ -56,6 +56,19 @@ impl<C: Clock> Clock for InstantsOnly<C> {
     }
 }
 
+/// A [`Stopwatch`] behind a pointer, for a shared value that is not
+/// generic over its clock (the rate limits).
+pub(crate) trait ElapsedNanos: Send + Sync {
+    fn elapsed_nanos(&self) -> u64;
+}
+
+impl<C: Clock> ElapsedNanos for Stopwatch<C> {
+    #[inline]
+    fn elapsed_nanos(&self) -> u64 {
+        Stopwatch::elapsed_nanos(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -78,3 +91,4 @@ mod tests {
         assert_eq!(by_ticks.elapsed_nanos(), 3_601_000_000_000);
     }
 }
+

@@ -1,0 +1,289 @@
+//! [`KeyedRateLimit`]: the same quotas kept apart per key (per API key,
+//! per tenant, per client address), in a bounded set of keys.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::hash::{BuildHasher, Hash, RandomState};
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use super::gcra::{Cell, Step};
+use super::limiter::DEFAULT_RATE_LIMIT_NAME;
+use super::quota::Quota;
+use super::refused::RateRefused;
+use crate::ConfigError;
+use crate::clock::{Clock, SystemClock};
+use crate::clock::{ElapsedNanos, Stopwatch};
+
+/// The most quotas a limit combines.
+pub(crate) const MAX_QUOTAS: usize = 8;
+
+/// Shards of the key set: threads checking different keys rarely share a
+/// lock.
+const SHARDS: usize = 16;
+
+/// The keys a limit keeps unless told otherwise.
+pub const DEFAULT_MAX_KEYS: usize = 10_000;
+
+/// One key's theoretical arrival times, one per quota.
+type Tats = [u64; MAX_QUOTAS];
+
+struct Shared<K> {
+    name: &'static str,
+    quotas: Box<[Quota]>,
+    cells: Box<[Cell]>,
+    shards: Box<[Mutex<HashMap<K, Tats>>]>,
+    per_shard: usize,
+    hasher: RandomState,
+    now: Box<dyn ElapsedNanos>,
+}
+
+/// A rate limit per key: every key gets the same [`Quota`]s and a state of
+/// its own, so one tenant's burst does not spend another's. The set of
+/// keys is bounded ([`max_keys`](KeyedRateLimitBuilder::max_keys), default
+/// [`DEFAULT_MAX_KEYS`]): a key whose quotas are all full again holds no
+/// information and is dropped first; if every key is busy, the one closest
+/// to full again is (its next call may then get a fresh burst early: the
+/// bound is on memory, and says so).
+///
+/// Each check hashes the key once and holds one of 16 shard locks for a
+/// few arithmetic steps; a new key allocates when its shard's map grows.
+///
+/// ```
+/// use std::time::Duration;
+/// use steadfast::clock::VirtualClock;
+/// use steadfast::rate::{KeyedRateLimit, Quota};
+///
+/// let clock = VirtualClock::manual();
+/// let per_tenant = KeyedRateLimit::builder()
+///     .name("per tenant")
+///     .quota(Quota::per_second(1)?)
+///     .build_with_clock(clock.clone())?;
+/// assert!(per_tenant.check(&"acme").is_ok());
+/// assert!(per_tenant.check(&"globex").is_ok()); // a key of its own
+/// let refused = per_tenant.check(&"acme").unwrap_err();
+/// assert_eq!(refused.retry_after, Some(Duration::from_secs(1)));
+/// assert_eq!(per_tenant.keys(), 2);
+/// # Ok::<(), steadfast::ConfigError>(())
+/// ```
+pub struct KeyedRateLimit<K> {
+    shared: Arc<Shared<K>>,
+}
+
+impl<K> Clone for KeyedRateLimit<K> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<K: Hash + Eq + Clone> KeyedRateLimit<K> {
+    /// A keyed limit to configure: at least one quota.
+    pub fn builder() -> KeyedRateLimitBuilder<K> {
+        KeyedRateLimitBuilder {
+            name: DEFAULT_RATE_LIMIT_NAME,
+            quotas: Vec::new(),
+            max_keys: DEFAULT_MAX_KEYS,
+            _key: PhantomData,
+        }
+    }
+
+    /// Admits a call of cost 1 for `key` now, or refuses it with the time
+    /// until it would be admitted.
+    ///
+    /// # Errors
+    /// [`RateRefused`] when one of the key's quotas has no room now.
+    pub fn check(&self, key: &K) -> Result<(), RateRefused> {
+        self.take(key, 1, Duration::ZERO).map(|_| ())
+    }
+
+    /// Admits a call of cost `cost` for `key` now, or refuses it.
+    ///
+    /// # Errors
+    /// [`RateRefused`]; its `retry_after` is `None` if `cost` is above a
+    /// quota's burst.
+    pub fn check_n(&self, key: &K, cost: u32) -> Result<(), RateRefused> {
+        self.take(key, cost, Duration::ZERO).map(|_| ())
+    }
+
+    /// Books a call of cost `cost` for `key` if it can be admitted within
+    /// `max_wait`: the wait before it may go. (A keyed booking is not given
+    /// back if the caller goes away.)
+    ///
+    /// # Errors
+    /// [`RateRefused`] with the wait the call would need, when that is
+    /// more than `max_wait` (nothing is booked).
+    pub fn reserve(&self, key: &K, cost: u32, max_wait: Duration) -> Result<Duration, RateRefused> {
+        self.take(key, cost, max_wait).map(Duration::from_nanos)
+    }
+
+    /// Keys held now.
+    #[must_use]
+    pub fn keys(&self) -> usize {
+        self.shared
+            .shards
+            .iter()
+            .map(|s| s.lock().unwrap_or_else(PoisonError::into_inner).len())
+            .sum()
+    }
+
+    /// The limit's name, as refusals carry it.
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        self.shared.name
+    }
+
+    fn take(&self, key: &K, cost: u32, max_wait: Duration) -> Result<u64, RateRefused> {
+        let shared = &self.shared;
+        let bound = u64::try_from(max_wait.as_nanos()).unwrap_or(u64::MAX);
+        let shard = usize::try_from(shared.hasher.hash_one(key) % SHARDS as u64).unwrap_or(0);
+        let mut map = shared.shards[shard]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let now = shared.now.elapsed_nanos();
+        let refused = |retry_after| RateRefused {
+            by: shared.name,
+            retry_after,
+        };
+        let fresh = [0; MAX_QUOTAS];
+        let tats = map.get(key).unwrap_or(&fresh);
+        let mut next = *tats;
+        let mut wait = 0_u64;
+        for (i, cell) in shared.cells.iter().enumerate() {
+            match cell.step(tats[i], now, cost) {
+                Step::Admit(t) => next[i] = t,
+                Step::Later { wait: w, tat } => {
+                    next[i] = tat;
+                    wait = wait.max(w);
+                }
+                Step::Never => return Err(refused(None)),
+            }
+        }
+        if wait > bound {
+            return Err(refused(Some(Duration::from_nanos(wait))));
+        }
+        if let Some(tats) = map.get_mut(key) {
+            *tats = next;
+        } else {
+            if map.len() >= shared.per_shard {
+                evict(&mut map, now, shared.cells.len());
+            }
+            map.insert(key.clone(), next);
+        }
+        Ok(wait)
+    }
+}
+
+/// Makes room in a full shard: drops every key whose quotas are full again
+/// (all its TATs are past), else the key closest to that.
+fn evict<K: Hash + Eq + Clone>(map: &mut HashMap<K, Tats>, now: u64, quotas: usize) {
+    let latest = |tats: &Tats| tats[..quotas].iter().copied().max().unwrap_or(0);
+    let before = map.len();
+    map.retain(|_, tats| latest(tats) > now);
+    if map.len() < before {
+        return;
+    }
+    // Every key is busy: drop the one whose quotas are full again soonest.
+    let soonest = map
+        .iter()
+        .min_by_key(|(_, tats)| latest(tats))
+        .map(|(k, _)| k.clone());
+    if let Some(k) = soonest {
+        map.remove(&k);
+    }
+}
+
+impl<K> fmt::Debug for KeyedRateLimit<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyedRateLimit")
+            .field("name", &self.shared.name)
+            .field("quotas", &self.shared.quotas)
+            .field("max_keys", &(self.shared.per_shard * SHARDS))
+            .finish_non_exhaustive()
+    }
+}
+
+/// Configures a [`KeyedRateLimit`].
+#[must_use = "a builder does nothing until built"]
+pub struct KeyedRateLimitBuilder<K> {
+    name: &'static str,
+    quotas: Vec<Quota>,
+    max_keys: usize,
+    _key: PhantomData<fn(K)>,
+}
+
+impl<K> fmt::Debug for KeyedRateLimitBuilder<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyedRateLimitBuilder")
+            .field("name", &self.name)
+            .field("quotas", &self.quotas)
+            .field("max_keys", &self.max_keys)
+            .finish()
+    }
+}
+
+impl<K: Hash + Eq + Clone> KeyedRateLimitBuilder<K> {
+    /// The name refusals carry (default [`DEFAULT_RATE_LIMIT_NAME`]).
+    pub fn name(mut self, name: &'static str) -> Self {
+        self.name = name;
+        self
+    }
+
+    /// A quota every key keeps; with several, a call must fit every one.
+    pub fn quota(mut self, quota: Quota) -> Self {
+        self.quotas.push(quota);
+        self
+    }
+
+    /// The most keys held at once (default [`DEFAULT_MAX_KEYS`]; rounded up
+    /// to a multiple of 16, the shards).
+    pub fn max_keys(mut self, max_keys: usize) -> Self {
+        self.max_keys = max_keys;
+        self
+    }
+
+    /// The limit, on the system clock.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] if no quota was given or more than 8, or
+    /// `max_keys` is zero.
+    pub fn build(self) -> Result<KeyedRateLimit<K>, ConfigError> {
+        self.build_with_clock(SystemClock)
+    }
+
+    /// The limit, reading `clock`.
+    ///
+    /// # Errors
+    /// As [`build`](Self::build).
+    pub fn build_with_clock<C: Clock>(self, clock: C) -> Result<KeyedRateLimit<K>, ConfigError> {
+        if self.quotas.is_empty() || self.quotas.len() > MAX_QUOTAS {
+            return Err(ConfigError::new(
+                "keyed rate limit",
+                "quota",
+                "must be given at least once and at most 8 times",
+                self.quotas.len(),
+            ));
+        }
+        if self.max_keys == 0 {
+            return Err(ConfigError::new(
+                "keyed rate limit",
+                "max_keys",
+                "must be at least 1",
+                self.max_keys,
+            ));
+        }
+        Ok(KeyedRateLimit {
+            shared: Arc::new(Shared {
+                name: self.name,
+                cells: self.quotas.iter().map(Quota::cell).collect(),
+                quotas: self.quotas.into_boxed_slice(),
+                shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+                per_shard: self.max_keys.div_ceil(SHARDS),
+                hasher: RandomState::new(),
+                now: Box::new(Stopwatch::new(clock)),
+            }),
+        })
+    }
+}
