@@ -91,4 +91,3 @@ mod tests {
         assert_eq!(by_ticks.elapsed_nanos(), 3_601_000_000_000);
     }
 }
-

@@ -201,8 +201,19 @@ where
             let wake = loop {
                 match this.policy.policy().send_due_at(state, now) {
                     HedgeAction::Send(attempt) => {
-                        // Its slot first: a copy the limit has no room for
-                        // is taken back, never sent.
+                        // The rate limit's admission first, then its slot:
+                        // a copy either has no room for is taken back,
+                        // never sent (a copy never waits for its turn).
+                        if let Some(rate) = this.policy.policy().limits().rate_limit()
+                            && let Err(refused) = rate.check()
+                        {
+                            this.policy.policy().withdraw_unadmitted(
+                                state,
+                                attempt.number,
+                                refused,
+                            );
+                            continue;
+                        }
                         let permit = match this.policy.policy().limits().concurrency_limit() {
                             None => None,
                             Some(limit) => match limit.try_acquire() {
@@ -344,7 +355,10 @@ where
                 );
                 let error = last.and_then(Result::err);
                 let limited = self.state.as_ref().and_then(HedgeState::limit_refused);
-                let err = RetryError::hedged(reason, error, stats).with_limit_refused(limited);
+                let refused_for = self.state.as_ref().and_then(HedgeState::refused_for);
+                let err = RetryError::hedged(reason, error, stats)
+                    .with_limit_refused(limited)
+                    .with_refused_for(refused_for);
                 let err = match self.name {
                     Some(name) => err.with_name(name),
                     None => err,

@@ -13,6 +13,7 @@ use crate::clock::{Clock, saturating_add};
 use crate::config_error::ConfigError;
 use crate::control::{Grant, RetryControl};
 use crate::deadline::Deadline;
+use crate::rate::RateRefused;
 
 #[cfg(doc)]
 use super::DEFAULT_MAX_DELAY;
@@ -285,6 +286,7 @@ impl HedgePolicy {
             hold_until: None,
             refused_by: None,
             limited: None,
+            refused_for: None,
             cut_by_deadline: false,
             stopped: false,
             winner: None,
@@ -468,17 +470,59 @@ impl HedgePolicy {
     /// # Ok::<(), steadfast::ConfigError>(())
     /// ```
     pub fn withdraw(&self, state: &mut HedgeState, number: u32, refused: LimitRefused) {
+        if self.take_back(state, number) {
+            state.limited = Some(refused);
+            tracing::debug!(
+                attempt = number,
+                by = refused.by,
+                "steadfast: hedge copy got no slot"
+            );
+        }
+    }
+
+    /// Takes back copy `number`, which [`send_due`](Self::send_due) just
+    /// handed out, because the rate limit did not admit it: as
+    /// [`withdraw`](Self::withdraw), with the call stopping as
+    /// [`StopReason::Throttled`] (the limit's name in
+    /// [`HedgeState::refused_by`], its wait in [`HedgeState::refused_for`])
+    /// once nothing is in flight.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::clock::VirtualClock;
+    /// use steadfast::policy::HedgeAction;
+    /// use steadfast::rate::RateRefused;
+    /// use steadfast::{HedgePolicy, StopReason};
+    ///
+    /// let policy = HedgePolicy::builder(Duration::from_millis(10)).build()?;
+    /// let clock = VirtualClock::manual();
+    /// let mut call = policy.start(&clock, None);
+    /// let HedgeAction::Send(first) = policy.send_due(&mut call, &clock) else { unreachable!() };
+    /// let refused = RateRefused { by: "maps api", retry_after: Some(Duration::from_millis(40)) };
+    /// policy.withdraw_unadmitted(&mut call, first.number, refused);
+    /// assert_eq!((call.sent(), call.refused_by(), call.refused_for()), (0, Some("maps api"), refused.retry_after));
+    /// assert_eq!(policy.send_due(&mut call, &clock), HedgeAction::Stop(StopReason::Throttled));
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
+    pub fn withdraw_unadmitted(&self, state: &mut HedgeState, number: u32, refused: RateRefused) {
+        if self.take_back(state, number) {
+            state.refused_by = Some(refused.by);
+            state.refused_for = refused.retry_after;
+            tracing::debug!(
+                attempt = number,
+                by = refused.by,
+                "steadfast: hedge copy not admitted by the rate limit"
+            );
+        }
+    }
+
+    /// Un-sends copy `number` if it is the last one handed out; whether it was.
+    fn take_back(&self, state: &mut HedgeState, number: u32) -> bool {
         if number != state.sent || !state.in_flight.remove(number) {
-            return;
+            return false;
         }
         state.sent -= 1;
         state.next_due = None;
-        state.limited = Some(refused);
-        tracing::debug!(
-            attempt = number,
-            by = refused.by,
-            "steadfast: hedge copy got no slot"
-        );
         if let Some(control) = self.limits.control() {
             control.refund(if number == 1 {
                 Grant::Admit
@@ -486,6 +530,7 @@ impl HedgePolicy {
                 Grant::Retry
             });
         }
+        true
     }
 
     /// Decides what the outcome of copy `number`, judged `verdict` by the
@@ -684,6 +729,15 @@ impl HedgePolicyBuilder {
     #[must_use]
     pub fn concurrency_limit(self, limit: crate::limit::ConcurrencyLimit) -> Self {
         self.limits(|l| l.with_concurrency_limit(limit))
+    }
+
+    /// A rate limit every copy must be admitted by (default none). A first
+    /// copy it refuses stops the call as
+    /// [`StopReason::Throttled`](crate::StopReason::Throttled); a later one
+    /// is not sent. Copies never wait for their turn.
+    #[must_use]
+    pub fn rate_limit(self, limit: crate::rate::RateLimit) -> Self {
+        self.limits(|l| l.with_rate_limit(limit))
     }
 
     /// Checks the settings and builds the policy.

@@ -53,6 +53,8 @@ pub struct HedgeState {
     pub(super) refused_by: Option<&'static str>,
     /// The concurrency limit's refusal of a copy, if it refused one.
     pub(super) limited: Option<LimitRefused>,
+    /// How long the rate limit that refused a copy said it would.
+    pub(super) refused_for: Option<Duration>,
     pub(super) cut_by_deadline: bool,
     pub(super) stopped: bool,
     pub(super) winner: Option<u32>,
@@ -108,6 +110,13 @@ impl HedgeState {
     #[must_use]
     pub fn next_copy_at(&self) -> Option<Instant> {
         self.next_due
+    }
+
+    /// How long the rate limit that refused a copy said it would go on
+    /// refusing it (see [`HedgePolicy::withdraw_unadmitted`]).
+    #[must_use]
+    pub fn refused_for(&self) -> Option<Duration> {
+        self.refused_for
     }
 
     /// The concurrency limit's refusal of a copy's slot, if it refused one

@@ -17,6 +17,7 @@ use crate::control::{Outcome, RetryControl};
 use crate::deadline;
 use crate::deadline::Deadline;
 use crate::limit::ConcurrencyLimit;
+use crate::rate::RateLimit;
 
 /// The longest any single wait may be unless configured otherwise: five
 /// minutes. Caps schedule delays and server hints alike, so a hostile
@@ -65,6 +66,9 @@ pub struct Limits {
     max_elapsed: Option<Duration>,
     control: Option<Arc<dyn RetryControl>>,
     concurrency: Option<ConcurrencyLimit>,
+    /// The rate limit every attempt is admitted by, and how long an
+    /// attempt may wait for its turn (zero: refused at once).
+    rate: Option<(RateLimit, Duration)>,
 }
 
 impl fmt::Debug for Limits {
@@ -74,6 +78,7 @@ impl fmt::Debug for Limits {
             .field("max_elapsed", &self.max_elapsed)
             .field("control", &self.control)
             .field("concurrency", &self.concurrency)
+            .field("rate", &self.rate)
             .finish()
     }
 }
@@ -86,6 +91,7 @@ impl Default for Limits {
             max_elapsed: None,
             control: None,
             concurrency: None,
+            rate: None,
         }
     }
 }
@@ -152,6 +158,42 @@ impl Limits {
     #[must_use]
     pub fn with_concurrency_limit(mut self, limit: ConcurrencyLimit) -> Self {
         self.concurrency = Some(limit);
+        self
+    }
+
+    /// The rate limit every attempt (first, retry, hedged copy) must be
+    /// admitted by, if any.
+    #[must_use]
+    pub fn rate_limit(&self) -> Option<&RateLimit> {
+        self.rate.as_ref().map(|(limit, _)| limit)
+    }
+
+    /// How long an attempt may wait for the rate limit's admission (zero:
+    /// refused at once); never past the call's deadline.
+    #[must_use]
+    pub fn rate_limit_max_wait(&self) -> Duration {
+        self.rate.as_ref().map_or(Duration::ZERO, |(_, wait)| *wait)
+    }
+
+    /// These limits with every attempt admitted by `limit`: one it has no
+    /// room for now is refused at once, and the call stops as
+    /// [`StopReason::Throttled`](crate::StopReason::Throttled), the limit's
+    /// name in [`refused_by`](crate::RetryError::refused_by) and the time
+    /// until it would be admitted in
+    /// [`refused_for`](crate::RetryError::refused_for).
+    #[must_use]
+    pub fn with_rate_limit(mut self, limit: RateLimit) -> Self {
+        self.rate = Some((limit, Duration::ZERO));
+        self
+    }
+
+    /// These limits with every attempt admitted by `limit`, waiting for its
+    /// turn up to `max_wait` (and never past the call's deadline: a turn
+    /// that would come later is refused at once). A hedged copy never
+    /// waits: one the limit has no room for now is not sent.
+    #[must_use]
+    pub fn with_rate_limit_waiting(mut self, limit: RateLimit, max_wait: Duration) -> Self {
+        self.rate = Some((limit, max_wait));
         self
     }
 

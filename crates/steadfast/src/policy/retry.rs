@@ -124,7 +124,8 @@ impl<S> RetryPolicy<S> {
     }
 
     /// Whether a call's first attempt needs no per-call state: no retry
-    /// control to consult, no time limit to start. Then
+    /// control to consult, no rate limit to be admitted by, no time limit
+    /// to start. Then
     /// [`decide`](Self::decide) says [`Decision::Succeed`](super::Decision::Succeed) for a
     /// [`Verdict::Success`](crate::call::Verdict::Success) whatever the state, and
     /// the executors run the first attempt before they make a
@@ -318,6 +319,45 @@ impl<S: Schedule> RetryPolicyBuilder<S> {
         self.limits(|l| l.with_concurrency_limit(limit))
     }
 
+    /// A rate limit: every attempt, first or retry, must be admitted by it
+    /// (default none). One it has no room for now stops the call as
+    /// [`StopReason::Throttled`](crate::StopReason::Throttled), with the
+    /// limit's name and the time until it would be admitted
+    /// ([`RetryError::refused_for`](crate::RetryError::refused_for)).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::clock::VirtualClock;
+    /// use steadfast::rate::{Quota, RateLimit};
+    /// use steadfast::{RetryPolicy, Retryable, StopReason};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let quota = RateLimit::builder().name("maps api").quota(Quota::per_second(1)?).build()?;
+    /// let policy = RetryPolicy::builder().rate_limit(quota).build()?;
+    /// assert!((|_| async { Ok::<_, std::io::Error>(()) }).retry(&policy).await.is_ok());
+    /// let err = (|_| async { Ok::<_, std::io::Error>(()) }).retry(&policy).await.unwrap_err();
+    /// assert_eq!((err.reason(), err.refused_by()), (StopReason::Throttled, Some("maps api")));
+    /// assert!(err.refused_for().is_some_and(|d| d <= Duration::from_secs(1)));
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn rate_limit(self, limit: crate::rate::RateLimit) -> Self {
+        self.limits(|l| l.with_rate_limit(limit))
+    }
+
+    /// A rate limit whose turn an attempt waits for, up to `max_wait` and
+    /// never past the call's deadline (a turn that would come later stops
+    /// the call at once, as [`rate_limit`](Self::rate_limit) does).
+    #[must_use]
+    pub fn rate_limit_waiting(
+        self,
+        limit: crate::rate::RateLimit,
+        max_wait: std::time::Duration,
+    ) -> Self {
+        self.limits(|l| l.with_rate_limit_waiting(limit, max_wait))
+    }
+
     /// Changes the limits this policy shares with a hedge policy (the cap
     /// on a single wait, the overall limit, the control) with `f`: one
     /// function can bound both kinds of policy alike (see [`Limits`]).
@@ -369,6 +409,7 @@ impl<S: Schedule> RetryPolicyBuilder<S> {
         let mut policy = self.policy;
         let limits = &policy.limits;
         policy.lean = limits.control().is_none()
+            && limits.rate_limit().is_none()
             && limits.max_elapsed().is_none()
             && policy.attempt_timeout.is_none();
         policy.timed = limits.control().is_some_and(RetryControl::wants_durations);

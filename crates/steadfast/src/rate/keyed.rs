@@ -42,10 +42,11 @@ struct Shared<K> {
 /// A rate limit per key: every key gets the same [`Quota`]s and a state of
 /// its own, so one tenant's burst does not spend another's. The set of
 /// keys is bounded ([`max_keys`](KeyedRateLimitBuilder::max_keys), default
-/// [`DEFAULT_MAX_KEYS`]): a key whose quotas are all full again holds no
-/// information and is dropped first; if every key is busy, the one closest
-/// to full again is (its next call may then get a fresh burst early: the
-/// bound is on memory, and says so).
+/// [`DEFAULT_MAX_KEYS`], kept as 16 shards of a sixteenth each): when a
+/// new key finds its shard full, the shard drops every key whose quotas are
+/// all full again (they hold no information); if every key in it is busy,
+/// it drops the one closest to full again (its next call may then get a
+/// fresh burst early: the bound is on memory, and says so).
 ///
 /// Each check hashes the key once and holds one of 16 shard locks for a
 /// few arithmetic steps; a new key allocates when its shard's map grows.
@@ -285,5 +286,32 @@ impl<K: Hash + Eq + Clone> KeyedRateLimitBuilder<K> {
                 now: Box::new(Stopwatch::new(clock)),
             }),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tats(latest: u64) -> Tats {
+        let mut t = [0; MAX_QUOTAS];
+        t[0] = latest;
+        t
+    }
+
+    #[test]
+    fn a_full_shard_drops_its_idle_keys_first_and_else_the_one_idle_soonest() {
+        let mut map: HashMap<&str, Tats> = HashMap::new();
+        map.insert("idle", tats(50));
+        map.insert("also idle", tats(100));
+        map.insert("busy", tats(900));
+        evict(&mut map, 100, 1);
+        assert_eq!(map.keys().copied().collect::<Vec<_>>(), ["busy"]);
+        map.insert("busier", tats(5_000));
+        map.insert("busiest", tats(9_000));
+        evict(&mut map, 100, 1);
+        let mut left: Vec<_> = map.keys().copied().collect();
+        left.sort_unstable();
+        assert_eq!(left, ["busier", "busiest"]);
     }
 }

@@ -137,6 +137,42 @@ where
             let (outcome, verdict) = match first.take() {
                 Some(made) => made,
                 None => {
+                    // The rate limit's admission: at once, or after the turn
+                    // it booked (never past the deadline).
+                    if let Some(rate) = policy.limits().rate_limit() {
+                        let now = clock.now();
+                        let max = policy.limits().rate_limit_max_wait();
+                        let bound = state.deadline().map_or(max, |d| max.min(d.remaining(now)));
+                        match rate.reserve(1, bound) {
+                            Ok(turn) => {
+                                if !turn.wait().is_zero() {
+                                    state.mark_started(now);
+                                    if sleep(clock, turn.wait(), self.options.cancel.as_ref()) {
+                                        // Cancelled while waiting: the turn goes back.
+                                        drop(turn);
+                                        policy.abandon(&mut state);
+                                        let now = clock.now();
+                                        let reason = cancel_reason(&state, now);
+                                        let result =
+                                            conclude(last, reason, &state, now, name, false);
+                                        return ended(result, &state, Some(reason));
+                                    }
+                                }
+                                turn.admit();
+                            }
+                            Err(refused) => {
+                                policy.abandon(&mut state);
+                                let reason = StopReason::Throttled;
+                                let result =
+                                    conclude(last, reason, &state, clock.now(), name, false)
+                                        .map_err(|e| {
+                                            e.with_refused_by(Some(refused.by))
+                                                .with_refused_for(refused.retry_after)
+                                        });
+                                return ended(result, &state, Some(reason));
+                            }
+                        }
+                    }
                     let permit = match take_slot(policy, &mut state, clock) {
                         Ok(permit) => permit,
                         Err(refused) => {

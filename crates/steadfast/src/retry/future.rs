@@ -573,6 +573,20 @@ where
                         Err(refused) => return Poll::Ready(self.refused_slot(run, refused)),
                     }
                 }
+                Phase::RateWait => {
+                    if let Some(sleep) = run.timer.as_mut().as_pin_mut() {
+                        if sleep.poll(cx).is_pending() {
+                            return self.pending(run, cx);
+                        }
+                        run.timer.set(None);
+                    }
+                    if let Some(turn) = run.turn.take() {
+                        turn.admit();
+                    }
+                    if let Err(done) = self.take_slot(run) {
+                        return Poll::Ready(done);
+                    }
+                }
                 Phase::Sleep => {
                     if let Some(sleep) = run.timer.as_mut().as_pin_mut() {
                         if sleep.poll(cx).is_pending() {
@@ -627,10 +641,59 @@ where
         }
     }
 
+    /// Has the next attempt admitted by the rate limit, if the policy has
+    /// one (waiting for its turn in phase `RateWait`, or ending the call if
+    /// it gets none), then takes its slot and makes it.
+    fn start_attempt(
+        &mut self,
+        run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
+    ) -> Result<(), Result<T, RetryError<E>>> {
+        let limits = self.policy.policy().limits();
+        if let Some(rate) = limits.rate_limit() {
+            let now = self.clock.now();
+            let mut bound = limits.rate_limit_max_wait();
+            if !self.clock.can_sleep() {
+                bound = Duration::ZERO;
+            }
+            if let Some(d) = run.call.deadline() {
+                bound = bound.min(d.remaining(now));
+            }
+            match rate.reserve(1, bound) {
+                Ok(turn) if turn.wait().is_zero() => turn.admit(),
+                Ok(turn) => {
+                    run.call.mark_started(now);
+                    run.timer.set(Some(self.clock.sleep(turn.wait())));
+                    *run.turn = Some(turn);
+                    *run.phase = Phase::RateWait;
+                    return Ok(());
+                }
+                Err(refused) => return Err(self.refused_rate(run, refused)),
+            }
+        }
+        self.take_slot(run)
+    }
+
+    /// Ends a call whose next attempt the rate limit did not admit: the
+    /// grant it held goes back to the control; the stop is
+    /// [`StopReason::Throttled`], with the limit's name and the time until
+    /// the attempt would have been admitted.
+    #[cold]
+    fn refused_rate(
+        &mut self,
+        run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
+        refused: crate::rate::RateRefused,
+    ) -> Result<T, RetryError<E>> {
+        self.policy.policy().abandon(run.call);
+        self.finish(run, StopReason::Throttled).map_err(|e| {
+            e.with_refused_by(Some(refused.by))
+                .with_refused_for(refused.retry_after)
+        })
+    }
+
     /// Takes the next attempt's slot of the concurrency limit, if the
     /// policy has one, and makes the attempt; or waits in the limit's queue
     /// for the slot (phase `Queue`); or ends the call when there is none.
-    fn start_attempt(
+    fn take_slot(
         &mut self,
         run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
     ) -> Result<(), Result<T, RetryError<E>>> {

@@ -13,6 +13,7 @@ use crate::call::{StopReason, Verdict};
 use crate::deadline::WithDeadline;
 use crate::limit::{Acquire, Permit};
 use crate::policy::CallState;
+use crate::rate::Reservation;
 
 #[cfg(doc)]
 use super::{Retry, RetryFuture};
@@ -79,6 +80,9 @@ pin_project! {
         // The wait for a slot in the limit's queue (phase `Queue`), and when
         // it began.
         pub(super) acquire: Option<(Acquire, Instant)>,
+        // The rate limit's booking of the next attempt's turn (phase
+        // `RateWait`); dropped with the call, it gives the turn back.
+        pub(super) turn: Option<Reservation>,
         // The attempt in flight (phase `Attempt`).
         #[pin]
         pub(super) attempt: Option<WithDeadline<Fut>>,
@@ -103,6 +107,7 @@ impl<Fut, S, H, T, E> Running<Fut, S, H, T, E> {
             phase: Phase::Attempt,
             permit: None,
             acquire: None,
+            turn: None,
             attempt: None,
             timer: None,
             hook: None,
@@ -122,4 +127,6 @@ pub(super) enum Phase {
     Sleep,
     /// Waiting in a concurrency limit's queue for the next attempt's slot.
     Queue,
+    /// Waiting for the rate limit's turn booked for the next attempt.
+    RateWait,
 }

@@ -83,3 +83,51 @@ async fn a_full_limit_stops_the_call_before_its_first_copy() {
     );
     assert_eq!(err.limit_refused().map(|r| r.by), Some("search"));
 }
+
+/// One call a second on tokio's (paused) clock.
+fn one_per_second() -> crate::rate::RateLimit {
+    crate::rate::RateLimit::builder()
+        .name("maps api")
+        .quota(crate::rate::Quota::per_second(1).unwrap())
+        .build_with_clock(TokioClock)
+        .unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_copy_the_rate_limit_does_not_admit_is_not_sent_and_the_first_still_wins() {
+    let limit = one_per_second();
+    let policy = HedgePolicy::builder(ms(10))
+        .max_attempts(3)
+        .rate_limit(limit.clone())
+        .build()
+        .unwrap();
+    let sent = Arc::new(AtomicU32::new(0));
+    let report = {
+        let sent = Arc::clone(&sent);
+        (move |a: Attempt| {
+            sent.fetch_add(1, Ordering::Relaxed);
+            async move {
+                tokio::time::sleep(ms(50)).await;
+                Ok::<_, &str>(a.number)
+            }
+        })
+        .hedge(&policy)
+        .clock(TokioClock)
+        .report()
+        .await
+    };
+    assert_eq!(report.result, Ok(1));
+    assert_eq!(sent.load(Ordering::Relaxed), 1);
+    // Refused before its first copy: throttled, with the wait.
+    let err = (|_: Attempt| async { Ok::<_, &str>(0) })
+        .hedge(&policy)
+        .clock(TokioClock)
+        .await
+        .unwrap_err();
+    assert_eq!((err.reason(), err.attempts()), (StopReason::Throttled, 0));
+    assert_eq!(err.refused_by(), Some("maps api"));
+    assert!(
+        err.refused_for()
+            .is_some_and(|d| d > Duration::ZERO && d <= Duration::from_secs(1))
+    );
+}

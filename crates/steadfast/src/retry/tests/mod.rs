@@ -10,6 +10,7 @@ mod lean;
 #[cfg(feature = "tokio")]
 mod limits;
 mod notify;
+mod rate;
 mod reports;
 
 use std::time::{Duration, Instant};
