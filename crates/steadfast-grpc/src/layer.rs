@@ -18,6 +18,7 @@ use steadfast::clock::{AsyncClock, DefaultClock};
 use steadfast::deadline::{CancelCause, DeadlineHeader};
 use steadfast::limit::ConcurrencyLimit;
 use steadfast::policy::Limits;
+use steadfast::rate::RateLimit;
 use steadfast::{
     Backoff, ConfigError, Deadline, HedgePolicy, Report, RetryError, RetryPolicy, StopReason,
     deadline,
@@ -159,6 +160,7 @@ impl GrpcLayer {
             target: Arc::from(target),
             clock: DefaultClock::default(),
             concurrency: None,
+            rate: None,
         }
     }
 }
@@ -188,6 +190,7 @@ pub struct GrpcLayerBuilder<C = DefaultClock> {
     target: Arc<str>,
     clock: C,
     concurrency: Option<ConcurrencyLimit>,
+    rate: Option<RateLimit>,
 }
 
 impl<C> fmt::Debug for GrpcLayerBuilder<C> {
@@ -196,6 +199,7 @@ impl<C> fmt::Debug for GrpcLayerBuilder<C> {
             .field("config", &self.config)
             .field("target", &self.target)
             .field("concurrency_limit", &self.concurrency)
+            .field("rate_limit", &self.rate)
             .finish_non_exhaustive()
     }
 }
@@ -219,6 +223,7 @@ impl<C> GrpcLayerBuilder<C> {
             target: self.target,
             clock,
             concurrency: self.concurrency,
+            rate: self.rate,
         }
     }
 
@@ -264,6 +269,28 @@ impl<C> GrpcLayerBuilder<C> {
         self.concurrency = Some(limit);
         self
     }
+
+    /// One rate limit for every call of the channel, whatever its method:
+    /// every attempt (first, retry, hedged copy) is admitted by it. A call
+    /// it has no room for is answered `RESOURCE_EXHAUSTED` before anything
+    /// is sent, its message naming the limit and the wait; a retry or hedge
+    /// it refuses is not sent, and the call ends with its last answer.
+    ///
+    /// ```
+    /// use steadfast::rate::{Quota, RateLimit};
+    /// use steadfast_grpc::GrpcLayer;
+    /// use steadfast_grpc::config::ServiceConfig;
+    ///
+    /// let config = ServiceConfig::from_json("{}")?;
+    /// let quota = RateLimit::builder().name("maps api").quota(Quota::per_second(50)?).build()?;
+    /// let layer = GrpcLayer::builder(config, "maps:443").rate_limit(quota).build()?;
+    /// # let _ = layer;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn rate_limit(mut self, limit: RateLimit) -> Self {
+        self.rate = Some(limit);
+        self
+    }
 }
 
 impl<C: AsyncClock> GrpcLayerBuilder<C> {
@@ -278,6 +305,7 @@ impl<C: AsyncClock> GrpcLayerBuilder<C> {
             target,
             clock,
             concurrency,
+            rate,
         } = self;
         let bucket = config
             .retry_throttling()
@@ -300,6 +328,9 @@ impl<C: AsyncClock> GrpcLayerBuilder<C> {
                 if let Some(l) = &concurrency {
                     limits = limits.with_concurrency_limit(l.clone());
                 }
+                if let Some(r) = &rate {
+                    limits = limits.with_rate_limit(r.clone());
+                }
                 limits
             };
             routes.push(match method.policy() {
@@ -317,19 +348,24 @@ impl<C: AsyncClock> GrpcLayerBuilder<C> {
                         .clock(clock.clone()),
                     timeout,
                 ),
-                None if concurrency.is_some() => {
+                None if concurrency.is_some() || rate.is_some() => {
                     Route::Retry(once(limits(Limits::default()), &clock)?, timeout)
                 }
                 None => Route::Plain { timeout },
             });
         }
-        // Calls no method config names take their slot too.
-        let unnamed = match &concurrency {
-            Some(l) => Some(Route::Retry(
-                once(Limits::default().with_concurrency_limit(l.clone()), &clock)?,
-                None,
-            )),
-            None => None,
+        // Calls no method config names take their slot (and their turn) too.
+        let unnamed = if concurrency.is_some() || rate.is_some() {
+            let mut limits = Limits::default();
+            if let Some(l) = &concurrency {
+                limits = limits.with_concurrency_limit(l.clone());
+            }
+            if let Some(r) = &rate {
+                limits = limits.with_rate_limit(r.clone());
+            }
+            Some(Route::Retry(once(limits, &clock)?, None))
+        } else {
+            None
         };
         let header = SetDeadlineHeaderLayer::new(DeadlineHeader::GRPC)?.clock(clock.clone());
         Ok(GrpcLayer {
@@ -706,6 +742,22 @@ fn call_error<T: Default, E: Error + Send + Sync + 'static>(
                 max = refused.limit,
                 "steadfast: gRPC call refused by its concurrency limit"
             );
+            Ok(status_response(
+                Code::ResourceExhausted,
+                &refused.to_string(),
+            ))
+        }
+        (StopReason::Throttled, _) if e.attempts() == 0 && e.refused_by().is_some() => {
+            tracing::debug!(
+                limit = e.refused_by(),
+                "steadfast: gRPC call refused by its rate limit"
+            );
+            let refused = steadfast::rate::RateRefused {
+                by: e
+                    .refused_by()
+                    .unwrap_or(steadfast::rate::DEFAULT_RATE_LIMIT_NAME),
+                retry_after: e.refused_for(),
+            };
             Ok(status_response(
                 Code::ResourceExhausted,
                 &refused.to_string(),

@@ -289,3 +289,65 @@ async fn a_retried_unavailable_shrinks_the_client_limit_and_gives_every_slot_bac
     assert_eq!(limit.limit(), 5, "{:?}", limit.snapshot());
     assert_eq!(limit.in_flight(), 0);
 }
+
+/// #25: a rate limit over every method of the channel: every attempt takes
+/// a turn; a retry it refuses is not sent (the call ends with its last
+/// answer); a call past the quota is answered RESOURCE_EXHAUSTED naming the
+/// limit and the wait, and never sent.
+#[tokio::test]
+async fn a_call_the_client_rate_limit_refuses_is_resource_exhausted_and_never_sent() {
+    use steadfast::rate::{Quota, RateLimit};
+    let server_limit = ConcurrencyLimit::fixed(64).build().expect("valid limit");
+    let (addr, state) = serve(ShedLayer::new(server_limit)).await;
+    let quota = RateLimit::builder()
+        .name("maps api")
+        .quota(Quota::per_minute(4).expect("valid"))
+        .build()
+        .expect("valid limit");
+    let config = r#"{"methodConfig": [
+        {"name": [{"service": "steadfast.test.Echo", "method": "Say"}],
+         "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.001s", "maxBackoff": "0.005s",
+                         "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]}"#;
+    let channel = Channel::from_shared(format!("http://{addr}"))
+        .expect("valid url")
+        .connect()
+        .await
+        .expect("connected");
+    let to_tonic: ToTonic = |r| r.map(Body::new);
+    let channel = ServiceBuilder::new().map_request(to_tonic).service(channel);
+    let config = ServiceConfig::from_json(config).expect("valid");
+    let layer = GrpcLayer::builder(config, &addr.to_string())
+        .rate_limit(quota)
+        .build()
+        .expect("valid layer");
+    let mut client = EchoClient::new(layer.layer(channel));
+    // Two turns: the first attempt fails, its retry succeeds.
+    state.script("flaky", Script::failing(1));
+    let reply = client.say(say("flaky")).await.expect("retried");
+    assert_eq!(reply.into_inner().attempts, 2);
+    // A method no config names takes a turn too.
+    assert!(client.hedged(say("plain")).await.is_ok());
+    // The last turn: its retry is refused and not sent.
+    state.script("again", Script::failing(1));
+    let err = client
+        .say(say("again"))
+        .await
+        .expect_err("the retry was refused");
+    assert_eq!(err.code(), tonic::Code::Unavailable, "{err:?}");
+    assert_eq!(state.attempts("again"), 1);
+    // No turn left: refused before anything is sent.
+    let refused = client.say(say("late")).await.expect_err("over the quota");
+    assert_eq!(
+        refused.code(),
+        tonic::Code::ResourceExhausted,
+        "{refused:?}"
+    );
+    assert!(
+        refused
+            .message()
+            .starts_with("rate limit maps api: admitted again in "),
+        "{}",
+        refused.message()
+    );
+    assert_eq!(state.attempts("late"), 0, "the refused call was not sent");
+}

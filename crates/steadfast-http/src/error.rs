@@ -91,6 +91,7 @@ pub struct Error {
     elapsed: Duration,
     timed_out: bool,
     refused_by: Option<&'static str>,
+    refused_for: Option<Duration>,
     limited: Option<LimitRefused>,
     not_retried: Option<NotRetried>,
     last: Last,
@@ -106,6 +107,7 @@ impl Error {
     ) -> Self {
         let (reason, elapsed, timed_out) = (error.reason(), error.elapsed(), error.timed_out());
         let (refused_by, limited) = (error.refused_by(), error.limit_refused());
+        let refused_for = error.refused_for();
         let mut ending = ending;
         let mut last = Last::from_failure(error.into_last_error());
         // An attempt the deadline cut off while it was connecting sent
@@ -122,6 +124,7 @@ impl Error {
             elapsed,
             timed_out: timed_out || unsent,
             refused_by,
+            refused_for,
             limited,
             not_retried: None,
             last,
@@ -137,6 +140,7 @@ impl Error {
             elapsed: Duration::ZERO,
             timed_out: false,
             refused_by: None,
+            refused_for: None,
             limited: None,
             not_retried: None,
             last: Last::Transport(error),
@@ -198,10 +202,19 @@ impl Error {
         self.timed_out
     }
 
-    /// The retry control that refused a retry, if one did.
+    /// The retry control or rate limit that refused the call or a retry,
+    /// if one did.
     #[must_use]
     pub fn refused_by(&self) -> Option<&'static str> {
         self.refused_by
+    }
+
+    /// How long the refusal would go on, when the refuser knows: the time
+    /// until a [rate limit](crate::ClientBuilder::rate_limit) would admit
+    /// the attempt, the rest of an open circuit breaker's break.
+    #[must_use]
+    pub fn refused_for(&self) -> Option<Duration> {
+        self.refused_for
     }
 
     /// For a call that stopped with
@@ -314,10 +327,17 @@ impl fmt::Display for Error {
                 };
                 write!(f, "{again} refused: {refused}")?;
             }
+            // No attempt made: the call itself was refused, not a retry.
+            (StopReason::Throttled, _) if n == 0 && self.refused_by.is_some() => {
+                f.write_str("refused")?;
+            }
             (reason, _) => write!(f, "{reason}")?,
         }
         if let Some(by) = self.refused_by {
             write!(f, " by {by}")?;
+            if let Some(d) = self.refused_for {
+                write!(f, ", for {}ms more", d.as_millis())?;
+            }
         }
         if let Some(why) = self.not_retried {
             write!(f, "; not retried: {why}")?;

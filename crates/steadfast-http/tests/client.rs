@@ -680,3 +680,66 @@ async fn bad_settings_are_errors_naming_the_field() {
         .expect_err("0 copies");
     assert!(err.to_string().contains("max_attempts"), "{err}");
 }
+
+/// #25: a rate limit shared by every clone of the client: calls past the
+/// quota are refused before anything is sent, with the limit's name and
+/// the wait; a waiting client is admitted at its turn.
+#[tokio::test]
+async fn a_rate_limit_refuses_past_its_quota_and_nothing_is_sent() {
+    use steadfast::rate::{Quota, RateLimit};
+    let server = Server::start().await;
+    let quota = RateLimit::builder()
+        .name("maps api")
+        .quota(Quota::per_minute(2).expect("valid"))
+        .build()
+        .expect("valid");
+    let client = steadfast_http::Client::builder()
+        .rate_limit(quota.clone())
+        .build()
+        .expect("valid");
+    let url = server.url("/echo/0/_");
+    let copy = client.clone();
+    assert!(client.get(&url).send().await.is_ok());
+    assert!(copy.get(&url).send().await.is_ok());
+    let err = copy.get(&url).send().await.expect_err("over the quota");
+    assert_eq!((err.reason(), err.attempts()), (StopReason::Throttled, 0));
+    assert_eq!(err.refused_by(), Some("maps api"));
+    let wait = err.refused_for().expect("the wait");
+    assert!(
+        wait > Duration::from_secs(29) && wait <= Duration::from_secs(30),
+        "{wait:?}"
+    );
+    assert!(
+        err.to_string()
+            .starts_with("GET failed after 0 attempts in 0ms (refused by maps api, for "),
+        "{err}"
+    );
+    assert_eq!(
+        server.seen.requests("/echo/0/_"),
+        2,
+        "the refused call was not sent"
+    );
+
+    // Waiting for the turn: admitted, in order.
+    let quick = RateLimit::builder()
+        .quota(
+            Quota::per_second(20)
+                .expect("valid")
+                .with_burst(1)
+                .expect("valid"),
+        )
+        .build()
+        .expect("valid");
+    let waiting = steadfast_http::Client::builder()
+        .rate_limit_waiting(quick, Duration::from_secs(1))
+        .build()
+        .expect("valid");
+    let url = server.url("/echo/1/_");
+    let (a, b, c) = tokio::join!(
+        waiting.get(&url).send(),
+        waiting.get(&url).send(),
+        waiting.get(&url).send()
+    );
+    assert!(a.is_ok() && b.is_ok() && c.is_ok());
+    assert_eq!(server.seen.requests("/echo/1/_"), 3);
+}

@@ -8,6 +8,7 @@ use steadfast::clock::DefaultClock;
 use steadfast::deadline::DeadlineHeader;
 use steadfast::limit::ConcurrencyLimit;
 use steadfast::policy::{HedgeDelay, Limits};
+use steadfast::rate::RateLimit;
 use steadfast::{Backoff, Classify, ConfigError, HedgePolicy, RetryControl, RetryPolicy};
 use steadfast_tower::{HedgeLayer, RetryLayer};
 
@@ -45,6 +46,7 @@ pub struct ClientBuilder {
     attempt_timeout: Option<Duration>,
     control: Option<Arc<dyn RetryControl>>,
     concurrency: Option<ConcurrencyLimit>,
+    rate: Option<(RateLimit, Duration)>,
     hedge: Option<Hedging>,
     header: Option<DeadlineHeader>,
     retry_non_idempotent: bool,
@@ -69,6 +71,7 @@ impl fmt::Debug for ClientBuilder {
             .field("deadline", &self.deadline)
             .field("attempt_timeout", &self.attempt_timeout)
             .field("concurrency_limit", &self.concurrency)
+            .field("rate_limit", &self.rate)
             .field("hedging", &self.hedge.is_some())
             .field("header", &self.header)
             .field("retry_non_idempotent", &self.retry_non_idempotent)
@@ -90,6 +93,7 @@ impl Default for ClientBuilder {
             attempt_timeout: None,
             control: None,
             concurrency: None,
+            rate: None,
             hedge: None,
             header: Some(DeadlineHeader::DEFAULT),
             retry_non_idempotent: false,
@@ -183,6 +187,36 @@ impl ClientBuilder {
     /// ```
     pub fn concurrency_limit(mut self, limit: ConcurrencyLimit) -> Self {
         self.concurrency = Some(limit);
+        self
+    }
+
+    /// A rate limit every attempt of every call is admitted by (first,
+    /// retry, hedged copy, requests sent once), shared by every clone of
+    /// the client and by whatever else holds the same [`RateLimit`] (a
+    /// provider's quota for the whole process). A call it has no room for
+    /// is not sent: an [`Error`](crate::Error) with
+    /// `reason() == StopReason::Throttled`, the limit's name in
+    /// [`refused_by`](crate::Error::refused_by) and the time until it would
+    /// be admitted in [`refused_for`](crate::Error::refused_for).
+    ///
+    /// ```
+    /// use steadfast::rate::{Quota, RateLimit};
+    ///
+    /// let quota = RateLimit::builder().name("maps api").quota(Quota::per_second(10)?).build()?;
+    /// let client = steadfast_http::Client::builder().rate_limit(quota).build()?;
+    /// # let _ = client;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn rate_limit(mut self, limit: RateLimit) -> Self {
+        self.rate = Some((limit, Duration::ZERO));
+        self
+    }
+
+    /// As [`rate_limit`](Self::rate_limit), but an attempt waits for its
+    /// turn up to `max_wait` (never past the call's deadline: a turn that
+    /// would come later is refused at once). Hedged copies never wait.
+    pub fn rate_limit_waiting(mut self, limit: RateLimit, max_wait: Duration) -> Self {
+        self.rate = Some((limit, max_wait));
         self
     }
 
@@ -341,12 +375,20 @@ impl ClientBuilder {
         let once = self.policy(1)?;
         let hedge = match &self.hedge {
             None => None,
-            Some(Hedging::Policy(p)) => match &self.concurrency {
-                Some(limit) if p.limits().concurrency_limit().is_none() => {
-                    Some(p.to_builder().concurrency_limit(limit.clone()).build()?)
+            Some(Hedging::Policy(p)) => {
+                let mut b = p.to_builder();
+                if let Some(limit) = &self.concurrency
+                    && p.limits().concurrency_limit().is_none()
+                {
+                    b = b.concurrency_limit(limit.clone());
                 }
-                _ => Some(p.clone()),
-            },
+                if let Some((limit, _)) = &self.rate
+                    && p.limits().rate_limit().is_none()
+                {
+                    b = b.rate_limit(limit.clone());
+                }
+                Some(b.build()?)
+            }
             Some(Hedging::Copies(copies, delay)) => Some(
                 HedgePolicy::builder(delay.clone())
                     .max_attempts(*copies)
@@ -415,7 +457,8 @@ impl ClientBuilder {
     }
 
     /// The limits every policy of the client shares: the cap on a single
-    /// wait, the call's deadline, the retry control, the concurrency limit.
+    /// wait, the call's deadline, the retry control, the concurrency and
+    /// rate limits.
     fn limits(&self, mut limits: Limits) -> Limits {
         if let Some(d) = self.max_delay {
             limits = limits.with_max_delay(d);
@@ -428,6 +471,9 @@ impl ClientBuilder {
         }
         if let Some(limit) = &self.concurrency {
             limits = limits.with_concurrency_limit(limit.clone());
+        }
+        if let Some((limit, max_wait)) = &self.rate {
+            limits = limits.with_rate_limit_waiting(limit.clone(), *max_wait);
         }
         limits
     }
