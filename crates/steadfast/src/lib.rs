@@ -115,8 +115,3 @@ pub use deadline::Deadline;
 pub use hedge::Hedgeable;
 pub use policy::{HedgePolicy, RetryPolicy};
 pub use retry::{BlockingRetryable, Notice, Retryable};
-
-/// The README's examples, compiled and run as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-pub struct ReadmeDoctests;
