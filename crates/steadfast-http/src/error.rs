@@ -51,6 +51,9 @@ impl fmt::Display for NotRetried {
 #[derive(Debug)]
 pub(crate) enum Last {
     Nothing,
+    /// The deadline passed while the next attempt was connecting: it was
+    /// never sent.
+    Unsent,
     Response(Box<reqwest::Response>),
     Transport(reqwest::Error),
     /// A middleware's own error (never retried).
@@ -101,16 +104,27 @@ impl Error {
         error: RetryError<Failure<E>>,
         ending: Ending,
     ) -> Self {
+        let (reason, elapsed, timed_out) = (error.reason(), error.elapsed(), error.timed_out());
+        let (refused_by, limited) = (error.refused_by(), error.limit_refused());
+        let mut ending = ending;
+        let mut last = Last::from_failure(error.into_last_error());
+        // An attempt the deadline cut off while it was connecting sent
+        // nothing: it is not counted, and the error says what happened.
+        let unsent = matches!(&last, Last::Transport(e) if crate::connect::is_cut_off(e));
+        if unsent {
+            ending.attempts = ending.attempts.saturating_sub(1);
+            last = Last::Unsent;
+        }
         Self {
             method: Some(method),
-            reason: error.reason(),
+            reason,
             ending,
-            elapsed: error.elapsed(),
-            timed_out: error.timed_out(),
-            refused_by: error.refused_by(),
-            limited: error.limit_refused(),
+            elapsed,
+            timed_out: timed_out || unsent,
+            refused_by,
+            limited,
             not_retried: None,
-            last: Last::from_failure(error.into_last_error()),
+            last,
         }
     }
 
@@ -161,7 +175,12 @@ impl Error {
         self.ending
     }
 
-    /// Attempts made, counting the first.
+    /// Attempts made, counting the first; but a last attempt that the
+    /// call's deadline cut off while its connection was being made is not
+    /// counted: nothing of it reached the server (the message says so). One
+    /// cut off after its connection was made is counted, as it may have
+    /// reached the server. Needs [`ConnectWithinDeadline`](crate::ConnectWithinDeadline)
+    /// in the `reqwest::Client` (the default client has it).
     #[must_use]
     pub fn attempts(&self) -> u32 {
         self.ending.attempts
@@ -309,6 +328,9 @@ impl fmt::Display for Error {
             Last::Transport(_) => f.write_str(": transport error"),
             #[cfg(feature = "middleware")]
             Last::Other(_) => f.write_str(": middleware error"),
+            Last::Unsent => f.write_str(
+                ": the deadline passed while the next attempt was connecting (it was never sent)",
+            ),
             Last::Nothing if self.timed_out => f.write_str(": the attempt timed out"),
             Last::Nothing => Ok(()),
         }
@@ -321,7 +343,7 @@ impl std::error::Error for Error {
             Last::Transport(e) => Some(e),
             #[cfg(feature = "middleware")]
             Last::Other(e) => Some(&**e),
-            Last::Response(_) | Last::Nothing => None,
+            Last::Response(_) | Last::Nothing | Last::Unsent => None,
         }
     }
 }

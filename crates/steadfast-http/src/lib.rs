@@ -99,6 +99,7 @@ mod attempt;
 mod buffer;
 mod classify;
 mod client;
+pub mod connect;
 mod engine;
 mod error;
 mod event;
@@ -113,6 +114,7 @@ pub mod server;
 
 pub use classify::{DefaultClassifier, Outcome, is_idempotent};
 pub use client::{BodyError, BuildError, Client, ClientBuilder, RequestBuilder, Response};
+pub use connect::{ConnectCutOff, ConnectWithinDeadline};
 pub use error::{Error, NotRetried};
 pub use event::{AttemptEnd, AttemptEvent};
 pub use redact::RedactedUrl;

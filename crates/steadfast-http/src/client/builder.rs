@@ -267,8 +267,12 @@ impl ClientBuilder {
     ///
     /// Build it with `.retry(reqwest::retry::never())`: reqwest's own
     /// client retries HTTP/2 GOAWAY and REFUSED_STREAM by default, and two
-    /// retry layers multiply attempts. Without this call the client builds
-    /// its own with reqwest's retries off.
+    /// retry layers multiply attempts. Add
+    /// `.connector_layer(steadfast_http::ConnectWithinDeadline)` too, so that
+    /// an attempt the deadline cuts off while connecting is known to have
+    /// sent nothing ([`Error::attempts`](crate::Error::attempts)). Without
+    /// this call the client builds its own, with reqwest's retries off and
+    /// that connector layer.
     pub fn reqwest_client(mut self, client: reqwest::Client) -> Self {
         self.reqwest = Some(client);
         self
@@ -307,6 +311,7 @@ impl ClientBuilder {
             Some(client) => client,
             None => reqwest::Client::builder()
                 .retry(reqwest::retry::never())
+                .connector_layer(crate::ConnectWithinDeadline)
                 .build()
                 .map_err(BuildError::Reqwest)?,
         };
