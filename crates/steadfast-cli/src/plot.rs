@@ -10,9 +10,9 @@ use plotters::prelude::*;
 
 use crate::table::{EnvelopeRow, Row};
 
-/// The font the simulator ships (DejaVu Sans, its license beside it), so
-/// that no system font library is needed.
-static FONT_BYTES: &[u8] = include_bytes!("../../steadfast-sim/assets/DejaVuSans.ttf");
+/// The font the simulator ships (DejaVu Sans, its license beside it in
+/// steadfast-sim's package), so that no system font library is needed.
+static FONT_BYTES: &[u8] = steadfast_sim::report::FONT;
 
 /// What to draw.
 #[derive(Debug, Clone, Copy)]

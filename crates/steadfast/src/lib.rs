@@ -58,13 +58,10 @@
 //! - [`clock`]: time, injected: the real clocks and the virtual one.
 //! - [`cancel`]: explicit cancellation ([`CancelToken`]).
 //!
-#![doc = concat!(
-    "How the pieces fit (the flow of one call, the invariants) is in the repository's [ARCHITECTURE.md](",
-    env!("CARGO_PKG_REPOSITORY"),
-    "/blob/main/ARCHITECTURE.md); speed against backon, tokio-retry, backoff and tower in [BENCHMARKS.md](",
-    env!("CARGO_PKG_REPOSITORY"),
-    "/blob/main/BENCHMARKS.md)."
-)]
+//! How the pieces fit (the flow of one call, the invariants) is in
+//! `ARCHITECTURE.md`, and the speed against backon, tokio-retry, backoff and
+//! tower in `BENCHMARKS.md`, both at the root of the steadfast workspace's
+//! source (they are not part of this package).
 //!
 //! [`Retryable::retry`]: retry::Retryable::retry
 //! [`BlockingRetryable::retry_blocking`]: retry::BlockingRetryable::retry_blocking
@@ -119,8 +116,3 @@ pub use deadline::Deadline;
 pub use hedge::Hedgeable;
 pub use policy::{HedgePolicy, RetryPolicy};
 pub use retry::{BlockingRetryable, Notice, Retryable};
-
-/// The README's examples, compiled and run as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-pub struct ReadmeDoctests;

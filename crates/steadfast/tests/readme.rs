@@ -6,8 +6,11 @@
 //! `ARCHITECTURE.md` names a target that exists.
 //!
 //! The doctests themselves (`cargo test -p steadfast --doc`) compile and run
-//! every example: the tour through `src/lib.rs`'s front page, the root
-//! README through `ReadmeDoctests`.
+//! every example of the tour through `src/lib.rs`'s front page; the root
+//! README's are the tour's, block for block (info string included), so they
+//! run there too. (The root README is not in the published package, so the
+//! crate cannot include it; this file reads the workspace's documents, and is
+//! left out of the package for that reason: see `exclude` in `Cargo.toml`.)
 
 use std::path::{Path, PathBuf};
 
@@ -72,11 +75,15 @@ fn rust_examples_hide_no_lines() {
 #[test]
 fn the_root_readme_shows_the_tours_examples_and_dependencies() {
     let (root, tour) = (read(READMES[0]), read(READMES[1]));
-    let tour_examples: Vec<String> = blocks(&tour, "rust").into_iter().map(|b| b.1).collect();
-    for (_, example) in blocks(&root, "rust") {
+    // The root README's examples are tested as the tour's doctests: each is
+    // one of the tour's, with the same info string, so it is run (or, if
+    // `no_run`, only compiled) exactly as it would be as a doctest of its own.
+    let tour_examples = blocks(&tour, "rust");
+    for (info, example) in blocks(&root, "rust") {
         assert!(
-            tour_examples.contains(&example),
-            "README.md has an example the tour (crates/steadfast/README.md) does not:\n{example}"
+            tour_examples.contains(&(info, example.clone())),
+            "README.md has an example ({info}) the tour (crates/steadfast/README.md) does not \
+             have, with that info string:\n{example}"
         );
     }
     let dependencies =

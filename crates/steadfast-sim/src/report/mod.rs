@@ -27,6 +27,12 @@ use crate::storm::{IncidentKind, StormConfig, StormResult};
 use crate::tail::{TailConfig, TailResult};
 use crate::{Agreement, SimError, breaker, herd, metastable, overload, storm, tail};
 
+/// The font every chart is drawn with, as TrueType bytes: DejaVu Sans
+/// (Bitstream Vera license; see `assets/LICENSE-DejaVu.txt`), shipped in
+/// this package so that no system font or font library is needed. The
+/// `steadfast` command draws `schedule --plot` with it too.
+pub const FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
+
 /// A scenario, by name: what the CLI's `steadfast simulate <scenario>` selects.
 ///
 /// ```

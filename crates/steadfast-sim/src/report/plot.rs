@@ -13,10 +13,9 @@ use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
 use resvg::{tiny_skia, usvg};
 
+use super::FONT;
 use crate::SimError;
 
-/// DejaVu Sans (Bitstream Vera license; see `assets/LICENSE-DejaVu.txt`).
-const FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
 const FAMILY: &str = "sans-serif";
 const FONT_NAME: &str = "DejaVu Sans";
 const SIZE: (u32, u32) = (960, 540);
