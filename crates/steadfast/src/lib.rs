@@ -27,6 +27,7 @@
 //! | keep retries from becoming a storm, across calls | a [`RetryControl`] shared through an `Arc`: [`control::RetryBudget`], [`control::TokenBucket`] (gRFC A6), [`control::AdaptiveThrottle`], [`control::FailureWindow`] |
 //! | stop calling a dependency that is down | [`control::CircuitBreaker`]; several controls at once: [`control::AllOf`] |
 //! | bound how many calls are in flight at once (a bulkhead, or a limit that finds the dependency's capacity) | [`limit::ConcurrencyLimit`] (`fixed(n)`, optional queue; `adaptive(..)` with [`limit::Gradient2`], [`limit::Aimd`], [`limit::Vegas`]), set with `.concurrency_limit(..)` on either builder; a refusal is [`StopReason::LimitReached`] |
+//! | keep under a quota (100 calls a second, per key or for the process) | [`rate::RateLimit`] (one or more [`rate::Quota`]s, GCRA; [`rate::KeyedRateLimit`] per key), set with `.rate_limit(..)` (refuse at once) or `.rate_limit_waiting(..)` on the retry builder, `.rate_limit(..)` on the hedge builder; a refusal is [`StopReason::Throttled`] with the wait in [`RetryError::refused_for`] |
 //! | bound retries and hedges alike (one cap on any wait, one overall limit, one control) | [`policy::Limits`], set on either builder with `.limits(..)`; [`policy::Limits::wait`] says the wait a server's hint really gets |
 //! | stop a call from outside | [`CancelToken`] (`.cancel_on(token)`) |
 //! | test retries without waiting | [`clock::VirtualClock`] (`.clock(clock)`) |
@@ -49,6 +50,7 @@
 //! - [`control`]: budgets, throttles and the circuit breaker, shared by
 //!   retries and hedges.
 //! - [`limit`]: concurrency limits, fixed and adaptive: a slot per attempt.
+//! - [`rate`]: rate limits (GCRA): quotas, combined and per key; a turn per attempt.
 //! - [`policy`]: the decision engine: [`RetryPolicy`], [`HedgePolicy`], and
 //!   the [`policy::Limits`] they share.
 //! - [`retry`]: the retry executors, async and blocking.
