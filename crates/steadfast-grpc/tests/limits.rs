@@ -351,3 +351,72 @@ async fn a_call_the_client_rate_limit_refuses_is_resource_exhausted_and_never_se
     );
     assert_eq!(state.attempts("late"), 0, "the refused call was not sent");
 }
+
+/// #25: a server's rate limit answers RESOURCE_EXHAUSTED with the limit's
+/// exact wait as pushback; a steadfast client whose policy retries it waits
+/// the pushback and is admitted.
+#[tokio::test]
+async fn a_server_rate_limit_pushes_back_by_its_wait_and_the_client_honours_it() {
+    use steadfast::rate::{Quota, RateLimit};
+    use steadfast_grpc::server::RateLimitLayer;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let state = Arc::new(State::default());
+    let service = Service::new(Arc::clone(&state)).into_server();
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let quota = Quota::per(Duration::from_millis(50), 1).expect("valid");
+    let limit = RateLimit::builder()
+        .name("echo")
+        .quota(quota)
+        .build()
+        .expect("valid");
+    tokio::spawn(async move {
+        let _ = tonic::transport::Server::builder()
+            .layer(RateLimitLayer::new(limit))
+            .add_service(service)
+            .serve_with_incoming(incoming)
+            .await;
+    });
+    // Without retries: the refusal itself, and its pushback.
+    let plain = ConcurrencyLimit::fixed(64).build().expect("valid");
+    let mut once = client(addr, "{}", &plain).await;
+    assert!(once.say(say("first")).await.is_ok());
+    let refused = once.say(say("second")).await.expect_err("over the rate");
+    assert_eq!(
+        refused.code(),
+        tonic::Code::ResourceExhausted,
+        "{refused:?}"
+    );
+    let pushback: u64 = refused
+        .metadata()
+        .get("grpc-retry-pushback-ms")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .expect("a pushback");
+    assert!((1..=50).contains(&pushback), "{pushback}");
+    assert!(
+        refused
+            .message()
+            .starts_with("rate limit echo: admitted again in "),
+        "{}",
+        refused.message()
+    );
+    // With a policy that retries RESOURCE_EXHAUSTED: the pushback is waited.
+    let config = r#"{"methodConfig": [{"name": [{"service": "steadfast.test.Echo"}],
+        "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.001s", "maxBackoff": "0.002s",
+                        "backoffMultiplier": 2, "retryableStatusCodes": ["RESOURCE_EXHAUSTED"]}}]}"#;
+    let mut retrying = client(addr, config, &plain).await;
+    assert!(retrying.say(say("third")).await.is_ok());
+    let reply = retrying
+        .say(say("fourth"))
+        .await
+        .expect("admitted after the pushback");
+    assert_eq!(
+        reply.into_inner().attempts,
+        1,
+        "the server saw the retry only"
+    );
+    assert_eq!(state.attempts("fourth"), 1);
+}

@@ -50,9 +50,11 @@
 //! ```
 
 mod layer;
+mod rate;
 mod refusal;
 
 pub use layer::ShedLayer;
+pub use rate::{GrpcRateRefusal, RateLimitLayer};
 pub use refusal::GrpcShedding;
 
 use http::HeaderMap;

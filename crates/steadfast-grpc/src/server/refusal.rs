@@ -74,7 +74,7 @@ impl Shedding for GrpcShedding {
 
 /// `grpc-message` encoding: the printable ASCII bytes but `%` as they are,
 /// every other byte as `%XX` (the gRPC HTTP/2 protocol's rule).
-fn percent_encode(message: &str) -> String {
+pub(super) fn percent_encode(message: &str) -> String {
     use std::fmt::Write as _;
     let mut out = String::with_capacity(message.len());
     for byte in message.bytes() {

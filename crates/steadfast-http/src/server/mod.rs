@@ -1,4 +1,5 @@
-//! Load shedding for HTTP servers: [`ShedLayer`], a tower layer for axum
+//! Load shedding for HTTP servers: [`RateLimitLayer`] (a shared rate limit
+//! answering `429` with the limit's exact `Retry-After`), and [`ShedLayer`], a tower layer for axum
 //! and hyper services that lets at most as many requests in as a
 //! [`ConcurrencyLimit`](steadfast::limit::ConcurrencyLimit) has slots, and
 //! answers the rest at once with `503 Service Unavailable` and a
@@ -55,8 +56,10 @@
 //! its `max_delay` and deadline) before it retries.
 
 mod layer;
+mod rate;
 
 pub use layer::{DEFAULT_RETRY_AFTER, HttpShedding, ShedLayer};
+pub use rate::{RateLimitLayer, TooManyRequests};
 
 use http::StatusCode;
 use steadfast::clock::DefaultClock;

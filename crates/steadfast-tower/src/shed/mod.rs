@@ -5,6 +5,10 @@
 //! ([`Shedding`]). `steadfast-http`'s `server::ShedLayer` (a 503 with a
 //! `Retry-After`) and `steadfast-grpc`'s (a Trailers-Only
 //! `RESOURCE_EXHAUSTED`) are this layer with their protocol's `Shedding`.
+//! [`RateShedLayer`] is its twin for a rate limit: a request the limit has
+//! no room for is answered with the protocol's [`RateRefusal`], made from
+//! the limit's own wait (`steadfast-http`'s 429 with `Retry-After`,
+//! `steadfast-grpc`'s `RESOURCE_EXHAUSTED` with `grpc-retry-pushback-ms`).
 //!
 //! - **One slot per request**, taken before the service is called
 //!   ([`ConcurrencyLimit::try_acquire`](steadfast::limit::ConcurrencyLimit::try_acquire)),
@@ -68,11 +72,13 @@
 mod body;
 mod future;
 mod layer;
+mod rate;
 mod service;
 
 pub use body::ShedBody;
 pub use future::ShedFuture;
 pub use layer::ShedLayer;
+pub use rate::{RateRefusal, RateShed, RateShedFuture, RateShedLayer};
 pub use service::Shed;
 
 use http::{HeaderMap, Response, response::Parts};

@@ -1,0 +1,101 @@
+//! [`RateLimitLayer`]: a gRPC server's rate limit, answering
+//! `RESOURCE_EXHAUSTED` with the limit's exact wait as pushback.
+
+use http::{HeaderValue, Response};
+use steadfast::rate::{RateLimit, RateRefused};
+use steadfast_tower::shed::{RateRefusal, RateShed, RateShedLayer};
+use tower_layer::Layer;
+
+use super::refusal::percent_encode;
+use crate::Code;
+
+/// What gRPC answers a call its rate limit refused: a Trailers-Only
+/// `RESOURCE_EXHAUSTED` naming the limit, with `grpc-retry-pushback-ms` the
+/// limit's own wait in milliseconds, rounded up (a client honouring it, as
+/// gRFC A6 says, is admitted when it comes back), or `-1` (do not retry)
+/// when the call could never be admitted (its cost is above the burst).
+///
+/// ```
+/// use std::time::Duration;
+/// use steadfast::rate::RateRefused;
+/// use steadfast_grpc::server::GrpcRateRefusal;
+/// use steadfast_tower::shed::RateRefusal;
+///
+/// let refused = RateRefused { by: "api", retry_after: Some(Duration::from_micros(12_300)) };
+/// let answer = GrpcRateRefusal.refused(&refused);
+/// assert_eq!(answer.headers()["grpc-status"], "8");
+/// assert_eq!(answer.headers()["grpc-retry-pushback-ms"], "13");
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GrpcRateRefusal;
+
+impl RateRefusal for GrpcRateRefusal {
+    fn refused(&self, refused: &RateRefused) -> Response<()> {
+        let mut response = Response::new(());
+        let headers = response.headers_mut();
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/grpc"),
+        );
+        headers.insert(
+            "grpc-status",
+            HeaderValue::from(u16::from(Code::ResourceExhausted.number())),
+        );
+        if let Ok(message) = HeaderValue::try_from(percent_encode(&refused.to_string())) {
+            headers.insert("grpc-message", message);
+        }
+        let pushback = match refused.retry_after {
+            Some(wait) => {
+                let ms = wait.as_nanos().div_ceil(1_000_000);
+                HeaderValue::from(u64::try_from(ms).unwrap_or(u64::MAX))
+            }
+            None => HeaderValue::from_static("-1"),
+        };
+        headers.insert(crate::PUSHBACK_HEADER, pushback);
+        response
+    }
+}
+
+/// A tower layer for tonic services (`Server::builder().layer(..)`) that
+/// admits each call through a shared [`RateLimit`] and answers the rest at
+/// once with [`GrpcRateRefusal`]. Every connection shares the limit. It is
+/// steadfast-tower's [`RateShedLayer`] with gRPC's refusal.
+///
+/// ```
+/// use steadfast::rate::{Quota, RateLimit};
+/// use steadfast_grpc::server::RateLimitLayer;
+/// use tower::{Layer, ServiceExt, service_fn};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let limit = RateLimit::new(Quota::per_minute(1)?);
+/// let handler = service_fn(|_: http::Request<()>| async {
+///     Ok::<_, std::convert::Infallible>(http::Response::new(String::from("message")))
+/// });
+/// let service = RateLimitLayer::new(limit).layer(handler);
+/// assert!(service.clone().oneshot(http::Request::new(())).await?.headers().get("grpc-status").is_none());
+/// let refused = service.oneshot(http::Request::new(())).await?;
+/// assert_eq!(refused.headers()["grpc-status"], "8");
+/// # Ok(()) }
+/// ```
+///
+/// A steadfast-grpc client whose retry policy lists `RESOURCE_EXHAUSTED`
+/// waits the pushback exactly and restarts its backoff, as A6 says.
+#[derive(Clone, Debug)]
+pub struct RateLimitLayer(RateShedLayer<GrpcRateRefusal>);
+
+impl RateLimitLayer {
+    /// Admits calls through `limit`.
+    #[must_use]
+    pub fn new(limit: RateLimit) -> Self {
+        Self(RateShedLayer::new(limit, GrpcRateRefusal))
+    }
+}
+
+impl<S> Layer<S> for RateLimitLayer {
+    type Service = RateShed<S, GrpcRateRefusal>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        self.0.layer(inner)
+    }
+}

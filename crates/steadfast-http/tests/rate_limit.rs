@@ -1,0 +1,104 @@
+//! #25: a server's rate limit answers 429 with the limit's exact
+//! `Retry-After`, for every connection together; a steadfast client on the
+//! other side waits it out and is admitted. A real axum server on 127.0.0.1.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::routing::get;
+use steadfast::rate::{Quota, RateLimit};
+use steadfast_http::server::RateLimitLayer;
+
+async fn serve(limit: RateLimit) -> (String, Arc<AtomicU32>) {
+    let served = Arc::new(AtomicU32::new(0));
+    let counter = Arc::clone(&served);
+    let app = Router::new()
+        .route(
+            "/",
+            get(move || {
+                let counter = Arc::clone(&counter);
+                async move {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    "ok"
+                }
+            }),
+        )
+        .layer(RateLimitLayer::new(limit));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind 127.0.0.1");
+    let addr = listener.local_addr().expect("address");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://{addr}/"), served)
+}
+
+#[tokio::test]
+async fn refusals_are_429_with_the_limits_wait_for_every_connection() {
+    let limit = RateLimit::builder()
+        .name("api")
+        .quota(Quota::per_minute(2).expect("valid"))
+        .build()
+        .expect("valid");
+    let (url, served) = serve(limit).await;
+    // Separate clients: separate connections, one limit.
+    let mut statuses = Vec::new();
+    let mut waits = Vec::new();
+    for _ in 0..5 {
+        let plain = reqwest::Client::new();
+        let response = plain.get(&url).send().await.expect("answered");
+        statuses.push(response.status().as_u16());
+        waits.push(
+            response
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
+        );
+    }
+    assert_eq!(statuses, [200, 200, 429, 429, 429]);
+    assert_eq!(served.load(Ordering::SeqCst), 2);
+    // Two a minute with a burst of two: the next turn is 30 s away.
+    for wait in &waits[2..] {
+        let secs: u64 = wait
+            .as_deref()
+            .expect("a Retry-After")
+            .parse()
+            .expect("whole seconds");
+        assert!((29..=30).contains(&secs), "{wait:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_steadfast_client_waits_the_retry_after_and_is_admitted() {
+    let limit = RateLimit::builder()
+        .name("api")
+        .quota(Quota::per_second(1).expect("valid"))
+        .build()
+        .expect("valid");
+    let (url, served) = serve(limit).await;
+    let client = steadfast_http::Client::builder()
+        .attempts(3)
+        .deadline(Duration::from_secs(10))
+        .build()
+        .expect("valid");
+    let first = client.get(&url).send().await.expect("admitted");
+    assert_eq!(first.ending().attempts, 1);
+    // Refused with Retry-After: 1, waited, admitted on the second attempt.
+    let second = client
+        .get(&url)
+        .send()
+        .await
+        .expect("admitted after the wait");
+    assert_eq!(
+        (second.status().as_u16(), second.ending().attempts),
+        (200, 2)
+    );
+    assert!(
+        second.ending().waited >= Duration::from_millis(999),
+        "{:?}",
+        second.ending()
+    );
+    assert_eq!(served.load(Ordering::SeqCst), 2);
+}
