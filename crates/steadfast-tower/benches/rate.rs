@@ -1,0 +1,65 @@
+//! A call through a rate-limit layer, as users run it: a tower stack over a
+//! service that answers at once, readied and called on a current-thread
+//! tokio runtime. steadfast's `RateLimitLayer` (shared quota, GCRA) against
+//! tower's `RateLimit` (a count per service), with the bare service as the
+//! floor. Every quota is far above what the loop spends: nothing is refused.
+//!
+//! ```text
+//! cargo bench -p steadfast-tower --bench rate -- --warm-up-time 1 --measurement-time 3
+//! ```
+#![allow(missing_docs)]
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use steadfast::rate::{Quota, RateLimit};
+use steadfast_tower::RateLimitLayer;
+use tower::{Service, ServiceBuilder, ServiceExt, service_fn};
+
+const HUGE: u32 = 1_000_000_000;
+
+fn layers(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let echo = || service_fn(|n: u64| std::future::ready(Ok::<_, std::convert::Infallible>(n)));
+    let mut g = c.benchmark_group("rate/layer call, tokio");
+    g.bench_function("steadfast RateLimitLayer", |b| {
+        let limit = RateLimit::new(Quota::per_second(HUGE).expect("valid"));
+        let mut svc = ServiceBuilder::new()
+            .layer(RateLimitLayer::new(limit))
+            .service(echo());
+        b.iter(|| {
+            rt.block_on(async {
+                let ready = svc.ready().await.expect("ready");
+                black_box(ready.call(1).await.expect("admitted"))
+            })
+        });
+    });
+    g.bench_function("tower RateLimit", |b| {
+        let mut svc = ServiceBuilder::new()
+            .rate_limit(u64::from(HUGE), Duration::from_secs(1))
+            .service(echo());
+        b.iter(|| {
+            rt.block_on(async {
+                let ready = svc.ready().await.expect("ready");
+                black_box(ready.call(1).await.expect("admitted"))
+            })
+        });
+    });
+    g.bench_function("no layer (the floor)", |b| {
+        let mut svc = echo();
+        b.iter(|| {
+            rt.block_on(async {
+                let ready = svc.ready().await.expect("ready");
+                black_box(ready.call(1).await.expect("answered"))
+            })
+        });
+    });
+    g.finish();
+}
+
+criterion_group!(benches, layers);
+criterion_main!(benches);
