@@ -10,7 +10,7 @@ mod lean;
 #[cfg(feature = "tokio")]
 mod limits;
 mod notify;
-mod rate;
+mod rate_limits;
 mod reports;
 
 use std::time::{Duration, Instant};
