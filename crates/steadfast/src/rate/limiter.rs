@@ -12,17 +12,18 @@ use super::refused::RateRefused;
 use crate::ConfigError;
 use crate::clock::{Clock, SystemClock};
 use crate::clock::{ElapsedNanos, Stopwatch};
-use crate::control::sync::{AtomicU64, Ordering};
+use crate::control::sync::{AtomicU64, CachePadded, Ordering};
 
 /// The name a limit has unless given one.
 pub const DEFAULT_RATE_LIMIT_NAME: &str = "rate limit";
 
 /// Nanoseconds on the limit's clock since it was built.
-/// One quota and its theoretical arrival time.
+/// One quota and its theoretical arrival time, on a cache line of its own
+/// (threads moving it do not evict the constants the others read).
 struct Slot {
     quota: Quota,
     cell: Cell,
-    tat: AtomicU64,
+    tat: CachePadded<AtomicU64>,
 }
 
 struct Shared {
@@ -104,7 +105,7 @@ impl RateLimit {
             .map(|quota| Slot {
                 quota,
                 cell: quota.cell(),
-                tat: AtomicU64::new(0),
+                tat: CachePadded(AtomicU64::new(0)),
             })
             .collect();
         Self {
@@ -196,7 +197,7 @@ impl RateLimit {
         let bound = u64::try_from(max_wait.as_nanos()).unwrap_or(u64::MAX);
         let mut wait = 0_u64;
         for (i, slot) in shared.slots.iter().enumerate() {
-            let mut tat = slot.tat.load(Ordering::Acquire);
+            let mut tat = slot.tat.0.load(Ordering::Acquire);
             loop {
                 let (next, this_wait) = match slot.cell.step(tat, now, cost) {
                     Step::Admit(next) => (next, 0),
@@ -214,10 +215,12 @@ impl RateLimit {
                         return Err(self.refused(None));
                     }
                 };
-                match slot
-                    .tat
-                    .compare_exchange_weak(tat, next, Ordering::AcqRel, Ordering::Acquire)
-                {
+                match slot.tat.0.compare_exchange_weak(
+                    tat,
+                    next,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
                     Ok(_) => {
                         wait = wait.max(this_wait);
                         break;
@@ -234,7 +237,10 @@ impl RateLimit {
     /// `retry_after`).
     fn wait_needed(&self, from: usize, cost: u32, now: u64) -> Option<u64> {
         self.shared.slots[from..].iter().try_fold(0, |most, slot| {
-            match slot.cell.step(slot.tat.load(Ordering::Acquire), now, cost) {
+            match slot
+                .cell
+                .step(slot.tat.0.load(Ordering::Acquire), now, cost)
+            {
                 Step::Later { wait, .. } => Some(most.max(wait)),
                 Step::Admit(_) => Some(most),
                 Step::Never => None,
@@ -246,6 +252,7 @@ impl RateLimit {
         for slot in slots {
             let _ = slot
                 .tat
+                .0
                 .fetch_update(Ordering::AcqRel, Ordering::Acquire, |tat| {
                     Some(slot.cell.give_back(tat, now, cost))
                 });
@@ -278,7 +285,7 @@ impl RateLimit {
         self.shared
             .slots
             .iter()
-            .map(|s| s.cell.remaining(s.tat.load(Ordering::Acquire), now))
+            .map(|s| s.cell.remaining(s.tat.0.load(Ordering::Acquire), now))
             .min()
             .unwrap_or(0)
     }
@@ -303,7 +310,7 @@ impl RateLimit {
         self.shared.slots.iter().map(move |s| {
             (
                 s.quota,
-                s.cell.remaining(s.tat.load(Ordering::Acquire), now),
+                s.cell.remaining(s.tat.0.load(Ordering::Acquire), now),
             )
         })
     }
