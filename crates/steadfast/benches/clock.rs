@@ -58,7 +58,7 @@ fn reads(c: &mut Criterion) {
     });
     let quanta = quanta::Clock::new();
     g.bench_function("quanta::Clock::now (TSC)", |b| {
-        b.iter(|| black_box(quanta.now()))
+        b.iter(|| black_box(quanta.now()));
     });
     let upkeep = quanta::Upkeep::new(Duration::from_millis(1)).start();
     g.bench_function("quanta::Clock::recent (upkeep thread)", |b| {
@@ -74,7 +74,7 @@ fn reads(c: &mut Criterion) {
         cached: AtomicU64::new(0),
     };
     g.bench_function("Instant::now every 16 calls", |b| {
-        b.iter(|| black_box(sampled.nanos()))
+        b.iter(|| black_box(sampled.nanos()));
     });
     g.finish();
     drop(upkeep);
