@@ -226,5 +226,27 @@ fn main() {
     assert_eq!(n, 0, "rate limits, admission and refusal: {n} allocations");
     checks += 1;
 
+    // A policy with a rate limit that refuses at once stays lean: a call
+    // admitted and answered at once allocates nothing, in either executor.
+    let rated = RetryPolicy::builder()
+        .rate_limit(rate.clone())
+        .build()
+        .expect("valid policy");
+    assert!(rated.is_lean());
+    let _ = (|_: Attempt| Ok::<_, ()>(1)).retry_blocking(&rated).call();
+    let n = allocations_during(|| {
+        let r = (|a: Attempt| Ok::<_, &str>(a.number))
+            .retry_blocking(&rated)
+            .call();
+        assert_eq!(r, Ok(1));
+        let fut = (|a: Attempt| std::future::ready(Ok::<_, &str>(a.number)))
+            .retry(&rated)
+            .clock(TokioClock)
+            .into_future();
+        assert!(matches!(poll_once(fut), Poll::Ready(Ok(1))));
+    });
+    assert_eq!(n, 0, "rate-limited policy, success path: {n} allocations");
+    checks += 1;
+
     println!("success_path_allocations: {checks} passed, 0 failed");
 }

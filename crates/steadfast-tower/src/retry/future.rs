@@ -183,10 +183,22 @@ where
             Preparing::Done(Prepared::Replayable(source))
                 if layer.policy.is_lean() && steadfast::deadline::current().is_none() =>
             {
-                // A slot first, if the policy has a concurrency limit; a full
-                // limit sends the call to the core, which queues or refuses
-                // (and counts the refusal once).
-                let limit = layer.policy.shared().policy().limits().concurrency_limit();
+                // The rate limit's admission, then a slot, if the policy has
+                // them; a refusal or a full limit sends the call to the core,
+                // which asks again and refuses with its reason (or queues).
+                let limits = layer.policy.shared().policy().limits();
+                if limits
+                    .rate_limit()
+                    .is_some_and(|rate| rate.check().is_err())
+                {
+                    let preparing = Preparing::Done(Prepared::Replayable(source));
+                    return Self {
+                        path: Path::Core {
+                            stages: Self::staged(service, layer, preparing),
+                        },
+                    };
+                }
+                let limit = limits.concurrency_limit();
                 let permit = match limit.map(steadfast::limit::ConcurrencyLimit::try_take) {
                     None => None,
                     Some(Some(permit)) => Some(permit),

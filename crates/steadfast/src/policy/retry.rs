@@ -124,8 +124,9 @@ impl<S> RetryPolicy<S> {
     }
 
     /// Whether a call's first attempt needs no per-call state: no retry
-    /// control to consult, no rate limit to be admitted by, no time limit
-    /// to start. Then
+    /// control to consult, no rate limit whose turn it may wait for (one
+    /// that refuses at once is asked on the way), no time limit to start.
+    /// Then
     /// [`decide`](Self::decide) says [`Decision::Succeed`](super::Decision::Succeed) for a
     /// [`Verdict::Success`](crate::call::Verdict::Success) whatever the state, and
     /// the executors run the first attempt before they make a
@@ -408,8 +409,10 @@ impl<S: Schedule> RetryPolicyBuilder<S> {
         }
         let mut policy = self.policy;
         let limits = &policy.limits;
+        // A rate limit that refuses at once is asked on the lean path too;
+        // one whose turn may be waited for needs the running stage.
         policy.lean = limits.control().is_none()
-            && limits.rate_limit().is_none()
+            && limits.rate_limit_max_wait().is_zero()
             && limits.max_elapsed().is_none()
             && policy.attempt_timeout.is_none();
         policy.timed = limits.control().is_some_and(RetryControl::wants_durations);

@@ -56,6 +56,15 @@ where
             // to make; the attempt's deadline is the ambient one, already in
             // force. A success needs no more than this (and, with a
             // concurrency limit, its slot).
+            // The rate limit's word first: a refusal goes to the full loop,
+            // which refuses it with its reason.
+            if policy
+                .limits()
+                .rate_limit()
+                .is_some_and(|rate| rate.check().is_err())
+            {
+                return self.call_on(None);
+            }
             let permit = match policy.limits().concurrency_limit() {
                 None => None,
                 Some(limit) => match limit.try_take() {

@@ -279,6 +279,20 @@ where
                             first.set(First::Over);
                             return Poll::Ready(finish::<O, T, E>(core.cancelled_lean(false)));
                         }
+                        // The rate limit's word first: a refusal goes to the
+                        // running stage, which refuses it with its reason.
+                        if core
+                            .policy
+                            .policy()
+                            .limits()
+                            .rate_limit()
+                            .is_some_and(|rate| rate.check().is_err())
+                        {
+                            first.set(First::Over);
+                            return core
+                                .begin(this.running, cx)
+                                .map(|(r, e)| O::finish(r, || e));
+                        }
                         let permit = match core.policy.policy().limits().concurrency_limit() {
                             None => None,
                             Some(limit) => match limit.try_take() {

@@ -36,7 +36,9 @@ fn rated(limit: &RateLimit, wait: Option<Duration>) -> RetryPolicy<Fixed> {
 async fn a_call_the_limit_has_no_room_for_is_refused_with_the_wait() {
     let limit = one_per_second(TokioClock);
     let policy = rated(&limit, None);
-    assert!(!policy.is_lean());
+    // Refusing at once, it is asked on the lean path; waiting needs state.
+    assert!(policy.is_lean());
+    assert!(!rated(&limit, Some(secs(1))).is_lean());
     assert_eq!(
         (|_: Attempt| async { Ok::<_, &str>(1) })
             .retry(&policy)
