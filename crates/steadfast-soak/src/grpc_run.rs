@@ -2,8 +2,6 @@
 //! `steadfast_grpc::channel` from a service config, against the hostile
 //! server, then each call judged against what the server did.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use steadfast_grpc::GrpcChannel;
@@ -68,9 +66,7 @@ pub async fn soak(
             return findings;
         }
     };
-    let baseline = probe::Baseline::take();
-    let lag = probe::TimerLag::start();
-    let started = Instant::now();
+    let watch = probe::Watch::start();
     let records = {
         let channel = match Channel::from_shared(server.url()) {
             Ok(endpoint) => match endpoint.connect().await {
@@ -95,9 +91,7 @@ pub async fn soak(
         };
         drive(client, setup).await
     };
-    findings.wall = started.elapsed();
-    findings.timer_lag = lag.finish().await;
-    baseline.check(&server.open, &mut findings).await;
+    watch.finish(&server.listening.open, &mut findings).await;
     for record in &records {
         judge(
             record,
@@ -108,56 +102,38 @@ pub async fn soak(
     }
     findings.calls = records.len() as u64;
     findings.server_attempts = server.ledger.total() as u64;
-    server.stop().await;
+    server.listening.stop().await;
     findings
 }
 
 async fn drive(client: Echo, setup: &Setup) -> Vec<Record> {
-    let next = Arc::new(AtomicU64::new(0));
-    let mut workers = tokio::task::JoinSet::new();
-    for _ in 0..setup.concurrency {
-        let (mut client, next) = (client.clone(), Arc::clone(&next));
-        let (calls, deadline) = (setup.calls, setup.deadline);
-        workers.spawn(async move {
-            let mut records = Vec::new();
-            loop {
-                let call = next.fetch_add(1, Ordering::Relaxed);
-                if call >= calls {
-                    return records;
-                }
-                let mut request = tonic::Request::new(SayRequest {
-                    text: "soak".into(),
-                    key: call.to_string(),
-                });
-                request.set_timeout(deadline);
-                let start = Instant::now();
-                let ended = match client.say(request).await {
-                    Ok(reply) => Ended::Ok {
-                        attempts: reply.into_inner().attempts,
-                    },
-                    Err(status) => Ended::Failed {
-                        code: status.code() as i32,
-                        message: status.message().to_owned(),
-                    },
-                };
-                records.push(Record {
-                    call,
-                    elapsed: start.elapsed(),
-                    ended,
-                });
+    let deadline = setup.deadline;
+    crate::callers::run(setup.calls, setup.concurrency, move |call| {
+        let mut client = client.clone();
+        async move {
+            let mut request = tonic::Request::new(SayRequest {
+                text: "soak".into(),
+                key: call.to_string(),
+            });
+            request.set_timeout(deadline);
+            let start = Instant::now();
+            let ended = match client.say(request).await {
+                Ok(reply) => Ended::Ok {
+                    attempts: reply.into_inner().attempts,
+                },
+                Err(status) => Ended::Failed {
+                    code: status.code() as i32,
+                    message: status.message().to_owned(),
+                },
+            };
+            Record {
+                call,
+                elapsed: start.elapsed(),
+                ended,
             }
-        });
-    }
-    drop(client);
-    let mut records = Vec::new();
-    while let Some(done) = workers.join_next().await {
-        match done {
-            Ok(mut r) => records.append(&mut r),
-            Err(e) => eprintln!("a caller task failed: {e}"),
         }
-    }
-    records.sort_by_key(|r| r.call);
-    records
+    })
+    .await
 }
 
 /// Whether A6 lets a client retry after a failure with this pushback.

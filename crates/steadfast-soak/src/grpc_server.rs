@@ -6,10 +6,8 @@
 
 use std::collections::VecDeque;
 use std::future::Future;
-use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -22,10 +20,10 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use prost::Message;
 use steadfast::deadline::DeadlineHeader;
 use steadfast_grpc_testkit::echo::{SayReply, SayRequest};
-use tokio::net::TcpListener;
 use tokio::runtime::Handle;
 
 use crate::ledger::Ledger;
+use crate::listener::Listening;
 use crate::plan::{GrpcFault, PUSHBACKS, code};
 
 /// How the server picks the fault of attempt `n` of a call.
@@ -94,17 +92,13 @@ impl http_body::Body for Frames {
 struct State {
     ledger: Arc<Ledger<GrpcFault>>,
     decide: Decide,
-    open: Arc<AtomicUsize>,
 }
 
 /// A running server.
 #[derive(Debug)]
 pub struct GrpcServer {
-    pub addr: SocketAddr,
     pub ledger: Arc<Ledger<GrpcFault>>,
-    /// Connections open now.
-    pub open: Arc<AtomicUsize>,
-    task: tokio::task::JoinHandle<()>,
+    pub listening: Listening,
 }
 
 impl GrpcServer {
@@ -113,63 +107,29 @@ impl GrpcServer {
     /// # Errors
     /// When the socket cannot be bound.
     pub fn start(runtime: &Handle, decide: Decide) -> std::io::Result<Self> {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-        listener.set_nonblocking(true)?;
-        let addr = listener.local_addr()?;
         let ledger = Arc::new(Ledger::default());
-        let open = Arc::new(AtomicUsize::new(0));
         let state = Arc::new(State {
             ledger: Arc::clone(&ledger),
             decide,
-            open: Arc::clone(&open),
         });
-        let task = runtime.spawn(async move {
-            let Ok(listener) = TcpListener::from_std(listener) else {
-                return;
-            };
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    continue;
-                };
-                let _ = stream.set_nodelay(true);
-                let state = Arc::clone(&state);
-                state.open.fetch_add(1, Ordering::SeqCst);
-                tokio::spawn(async move {
-                    let open = Arc::clone(&state.open);
-                    let service = hyper::service::service_fn(move |request| {
-                        let state = Arc::clone(&state);
-                        async move { handle(request, &state).await }
-                    });
-                    let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                    open.fetch_sub(1, Ordering::SeqCst);
+        let listening = Listening::start(runtime, move |stream| {
+            let state = Arc::clone(&state);
+            async move {
+                let service = hyper::service::service_fn(move |request| {
+                    let state = Arc::clone(&state);
+                    async move { handle(request, &state).await }
                 });
+                let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
             }
-        });
-        Ok(Self {
-            addr,
-            ledger,
-            open,
-            task,
-        })
-    }
-
-    /// Stops accepting and waits until the listener is closed.
-    pub async fn stop(&mut self) {
-        self.task.abort();
-        let _ = (&mut self.task).await;
+        })?;
+        Ok(Self { ledger, listening })
     }
 
     /// The server's URL, for a tonic channel.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-}
-
-impl Drop for GrpcServer {
-    fn drop(&mut self) {
-        self.task.abort();
+        format!("http://{}", self.listening.addr)
     }
 }
 

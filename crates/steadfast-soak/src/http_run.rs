@@ -3,7 +3,6 @@
 //! server did with its attempts.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use steadfast::control::TokenBucket;
@@ -86,9 +85,7 @@ pub async fn soak(
             return findings;
         }
     };
-    let baseline = probe::Baseline::take();
-    let lag = probe::TimerLag::start();
-    let started = Instant::now();
+    let watch = probe::Watch::start();
     let records = {
         let client = match client(setup, throttled) {
             Ok(c) => c,
@@ -99,11 +96,7 @@ pub async fn soak(
         };
         drive(&client, &server.url(), setup).await
     };
-    findings.wall = started.elapsed();
-    findings.timer_lag = lag.finish().await;
-    // The client is gone: its connections close, the server's connection
-    // tasks see the close and end.
-    baseline.check(&server.open, &mut findings).await;
+    watch.finish(&server.listening.open, &mut findings).await;
     for record in &records {
         judge(
             record,
@@ -114,7 +107,7 @@ pub async fn soak(
     }
     findings.calls = records.len() as u64;
     findings.server_attempts = server.ledger.total() as u64;
-    server.stop().await;
+    server.listening.stop().await;
     findings
 }
 
@@ -141,31 +134,12 @@ fn client(setup: &Setup, throttled: bool) -> Result<Client, String> {
 
 /// Runs `setup.calls` calls, `setup.concurrency` at a time.
 async fn drive(client: &Client, url: &str, setup: &Setup) -> Vec<Record> {
-    let next = Arc::new(AtomicU64::new(0));
-    let mut workers = tokio::task::JoinSet::new();
-    for _ in 0..setup.concurrency {
-        let (client, url, next) = (client.clone(), url.to_owned(), Arc::clone(&next));
-        let calls = setup.calls;
-        workers.spawn(async move {
-            let mut records = Vec::new();
-            loop {
-                let call = next.fetch_add(1, Ordering::Relaxed);
-                if call >= calls {
-                    return records;
-                }
-                records.push(one(&client, &url, call).await);
-            }
-        });
-    }
-    let mut records = Vec::new();
-    while let Some(done) = workers.join_next().await {
-        match done {
-            Ok(mut r) => records.append(&mut r),
-            Err(e) => eprintln!("a caller task failed: {e}"),
-        }
-    }
-    records.sort_by_key(|r| r.call);
-    records
+    let (client, url) = (client.clone(), Arc::<str>::from(url));
+    crate::callers::run(setup.calls, setup.concurrency, move |call| {
+        let (client, url) = (client.clone(), Arc::clone(&url));
+        async move { one(&client, &url, call).await }
+    })
+    .await
 }
 
 async fn one(client: &Client, url: &str, call: u64) -> Record {

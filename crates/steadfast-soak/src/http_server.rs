@@ -4,16 +4,15 @@
 //! send a `Retry-After` of a year. Each request names its call in
 //! `x-soak-call`; the server asks its [`Ledger`] what to do with it.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::runtime::Handle;
 
 use crate::ledger::Ledger;
+use crate::listener::Listening;
 use crate::plan::{HttpFault, RETRY_AFTERS};
 
 /// The header that names a request's call.
@@ -34,17 +33,13 @@ const TRICKLE_EVERY: Duration = Duration::from_millis(25);
 struct State {
     ledger: Arc<Ledger<HttpFault>>,
     decide: Decide,
-    open: Arc<AtomicUsize>,
 }
 
 /// A running server.
 #[derive(Debug)]
 pub struct HttpServer {
-    pub addr: SocketAddr,
     pub ledger: Arc<Ledger<HttpFault>>,
-    /// Connections open now.
-    pub open: Arc<AtomicUsize>,
-    task: tokio::task::JoinHandle<()>,
+    pub listening: Listening,
 }
 
 impl HttpServer {
@@ -53,64 +48,21 @@ impl HttpServer {
     /// # Errors
     /// When the socket cannot be bound.
     pub fn start(runtime: &Handle, decide: Decide) -> std::io::Result<Self> {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-        listener.set_nonblocking(true)?;
-        let addr = listener.local_addr()?;
         let ledger = Arc::new(Ledger::default());
-        let open = Arc::new(AtomicUsize::new(0));
         let state = Arc::new(State {
             ledger: Arc::clone(&ledger),
             decide,
-            open: Arc::clone(&open),
         });
-        let task = runtime.spawn(async move {
-            let Ok(listener) = TcpListener::from_std(listener) else {
-                return;
-            };
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    continue;
-                };
-                let state = Arc::clone(&state);
-                state.open.fetch_add(1, Ordering::SeqCst);
-                tokio::spawn(async move {
-                    let _open = Open(&state.open);
-                    serve(stream, &state).await;
-                });
-            }
-        });
-        Ok(Self {
-            addr,
-            ledger,
-            open,
-            task,
-        })
-    }
-
-    /// Stops accepting and waits until the listener is closed.
-    pub async fn stop(&mut self) {
-        self.task.abort();
-        let _ = (&mut self.task).await;
+        let listening = Listening::start(runtime, move |stream| {
+            let state = Arc::clone(&state);
+            async move { serve(stream, &state).await }
+        })?;
+        Ok(Self { ledger, listening })
     }
 
     /// The URL of the server's one resource.
     pub fn url(&self) -> String {
-        format!("http://{}/soak", self.addr)
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-/// Counts a connection open until it is dropped.
-struct Open<'a>(&'a AtomicUsize);
-
-impl Drop for Open<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
+        format!("http://{}/soak", self.listening.addr)
     }
 }
 

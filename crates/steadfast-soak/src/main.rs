@@ -26,12 +26,14 @@
 //! throttling, attempts per call at most `--max-amplification`.
 #![allow(clippy::print_stdout)]
 
+mod callers;
 mod findings;
 mod grpc_run;
 mod grpc_server;
 mod http_run;
 mod http_server;
 mod ledger;
+mod listener;
 mod plan;
 mod probe;
 

@@ -22,6 +22,34 @@ pub fn live_tasks() -> usize {
         .num_alive_tasks()
 }
 
+/// What a soak run watches from before its client is made to after it is
+/// dropped: the resources, the runtime's timer lag, the wall time.
+#[derive(Debug)]
+pub struct Watch {
+    baseline: Baseline,
+    lag: TimerLag,
+    started: Instant,
+}
+
+impl Watch {
+    pub fn start() -> Self {
+        Self {
+            baseline: Baseline::take(),
+            lag: TimerLag::start(),
+            started: Instant::now(),
+        }
+    }
+
+    /// Records the wall time and the timer lag, then waits for the
+    /// resources to be back (the client is gone: its connections close, the
+    /// server's connection tasks see the close and end).
+    pub async fn finish(self, server_open: &AtomicUsize, findings: &mut Findings) {
+        findings.wall = self.started.elapsed();
+        findings.timer_lag = self.lag.finish().await;
+        self.baseline.check(server_open, findings).await;
+    }
+}
+
 /// Descriptors and live tasks before a client is made, to hold the
 /// counts after it is dropped against.
 #[derive(Debug, Clone, Copy)]
