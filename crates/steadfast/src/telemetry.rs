@@ -7,6 +7,7 @@
 //! | `steadfast.concurrency.limit` | gauge | `limit` | at build and at every window close |
 //! | `steadfast.concurrency.in_flight` | gauge | `limit` | at every window close (a sample, not a live count) |
 //! | `steadfast.concurrency.refused` | counter | `limit` | every refusal |
+//! | `steadfast.rate.fleet` | counter | `limit`, `outcome` | every check of a fleet rate limit (`admitted`, `refused`, `cached`, `backend_error`, `timeout`, `local_admitted`, `local_refused`, `closed`) |
 
 /// A concurrency limit named `name` refused an attempt.
 #[inline]
@@ -28,4 +29,13 @@ pub(crate) fn limit_window(name: &'static str, limit: u32, in_flight: u32) {
     }
     #[cfg(not(feature = "metrics"))]
     let _ = (name, limit, in_flight);
+}
+
+/// A fleet rate limit named `name` answered a check with `outcome`.
+#[inline]
+pub(crate) fn fleet_check(name: &'static str, outcome: &'static str) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!("steadfast.rate.fleet", "limit" => name, "outcome" => outcome).increment(1);
+    #[cfg(not(feature = "metrics"))]
+    let _ = (name, outcome);
 }

@@ -1,6 +1,7 @@
 //! [`KeyedRateLimit`]: the same quotas kept apart per key (per API key,
 //! per tenant, per client address), in a bounded set of keys.
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasher, Hash, RandomState};
@@ -96,7 +97,11 @@ impl<K: Hash + Eq + Clone> KeyedRateLimit<K> {
     ///
     /// # Errors
     /// [`RateRefused`] when one of the key's quotas has no room now.
-    pub fn check(&self, key: &K) -> Result<(), RateRefused> {
+    pub fn check<Q>(&self, key: &Q) -> Result<(), RateRefused>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         self.take(key, 1, Duration::ZERO).map(|_| ())
     }
 
@@ -105,7 +110,11 @@ impl<K: Hash + Eq + Clone> KeyedRateLimit<K> {
     /// # Errors
     /// [`RateRefused`]; its `retry_after` is `None` if `cost` is above a
     /// quota's burst.
-    pub fn check_n(&self, key: &K, cost: u32) -> Result<(), RateRefused> {
+    pub fn check_n<Q>(&self, key: &Q, cost: u32) -> Result<(), RateRefused>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         self.take(key, cost, Duration::ZERO).map(|_| ())
     }
 
@@ -116,7 +125,16 @@ impl<K: Hash + Eq + Clone> KeyedRateLimit<K> {
     /// # Errors
     /// [`RateRefused`] with the wait the call would need, when that is
     /// more than `max_wait` (nothing is booked).
-    pub fn reserve(&self, key: &K, cost: u32, max_wait: Duration) -> Result<Duration, RateRefused> {
+    pub fn reserve<Q>(
+        &self,
+        key: &Q,
+        cost: u32,
+        max_wait: Duration,
+    ) -> Result<Duration, RateRefused>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         self.take(key, cost, max_wait).map(Duration::from_nanos)
     }
 
@@ -136,7 +154,11 @@ impl<K: Hash + Eq + Clone> KeyedRateLimit<K> {
         self.shared.name
     }
 
-    fn take(&self, key: &K, cost: u32, max_wait: Duration) -> Result<u64, RateRefused> {
+    fn take<Q>(&self, key: &Q, cost: u32, max_wait: Duration) -> Result<u64, RateRefused>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         let shared = &self.shared;
         let bound = u64::try_from(max_wait.as_nanos()).unwrap_or(u64::MAX);
         let shard = usize::try_from(shared.hasher.hash_one(key) % SHARDS as u64).unwrap_or(0);
@@ -171,7 +193,7 @@ impl<K: Hash + Eq + Clone> KeyedRateLimit<K> {
             if map.len() >= shared.per_shard {
                 evict(&mut map, now, shared.cells.len());
             }
-            map.insert(key.clone(), next);
+            map.insert(key.to_owned(), next);
         }
         Ok(wait)
     }

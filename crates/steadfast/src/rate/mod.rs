@@ -61,17 +61,26 @@
 //!     cargo test -p steadfast --release --lib rate::
 //! ```
 
+mod backend;
+mod fleet;
 mod gcra;
 mod keyed;
 mod limiter;
+mod over_limit;
 mod quota;
 mod refused;
 
+#[cfg(all(test, not(loom)))]
+mod fleet_tests;
 #[cfg(all(test, loom))]
 mod loom_tests;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
+pub use backend::{BackendError, Decision, QuotaBackend, QuotaCheck};
+pub use fleet::{
+    DEFAULT_BACKEND_TIMEOUT, FleetRateLimit, FleetRateLimitBuilder, FleetRefused, FleetStats,
+};
 pub use keyed::{DEFAULT_MAX_KEYS, KeyedRateLimit, KeyedRateLimitBuilder};
 pub use limiter::{DEFAULT_RATE_LIMIT_NAME, RateLimit, RateLimitBuilder, Reservation};
 pub use quota::Quota;

@@ -1,0 +1,159 @@
+//! Keys a fleet's backend said are over their quota, until the time it
+//! gave: a call for such a key is refused here, without asking again.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
+use std::sync::{Mutex, PoisonError};
+
+/// Shards of the cache: threads checking different keys rarely share a lock.
+const SHARDS: usize = 16;
+
+/// What is known of one key: calls of `cost` are refused until `until`
+/// (nanoseconds on the limit's clock). A cheaper call may fit earlier, and
+/// a dearer one waits longer than that, so both are asked of the backend.
+#[derive(Debug, Clone, Copy)]
+struct Over {
+    until: u64,
+    cost: u32,
+}
+
+/// One shard: keys and what is known of them.
+type Shard = Mutex<HashMap<Box<str>, Over>>;
+
+/// What the cache knows of a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Known {
+    /// Nothing: ask the backend.
+    Nothing,
+    /// Refused for this many nanoseconds more.
+    Over(u64),
+    /// A dearer call is refused; this one may fit: ask the backend (and
+    /// forget the entry if it is admitted).
+    CheaperMayFit,
+}
+
+/// A bounded cache of keys over their quota.
+pub(crate) struct OverLimit {
+    shards: Box<[Shard]>,
+    per_shard: usize,
+    hasher: RandomState,
+}
+
+impl OverLimit {
+    /// A cache of at most about `max_keys` keys.
+    pub(crate) fn new(max_keys: usize) -> Self {
+        Self {
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            per_shard: max_keys.div_ceil(SHARDS).max(1),
+            hasher: RandomState::new(),
+        }
+    }
+
+    fn shard(&self, key: &str) -> &Shard {
+        let i = usize::try_from(self.hasher.hash_one(key) % SHARDS as u64).unwrap_or(0);
+        &self.shards[i]
+    }
+
+    /// What is known of a call of `cost` for `key` at `now`.
+    pub(crate) fn lookup(&self, key: &str, cost: u32, now: u64) -> Known {
+        let mut map = self
+            .shard(key)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let Some(over) = map.get(key).copied() else {
+            return Known::Nothing;
+        };
+        if over.until <= now {
+            map.remove(key);
+            Known::Nothing
+        } else if cost == over.cost {
+            Known::Over(over.until - now)
+        } else if cost < over.cost {
+            Known::CheaperMayFit
+        } else {
+            // Refused too, but for longer than is known: the backend says how long.
+            Known::Nothing
+        }
+    }
+
+    /// Forgets `key` (a call for it was admitted: its quota moved, so what
+    /// was known of a dearer call's wait is out of date).
+    pub(crate) fn forget(&self, key: &str) {
+        self.shard(key)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(key);
+    }
+
+    /// Remembers that calls of `cost` for `key` are refused until `until`.
+    pub(crate) fn remember(&self, key: &str, cost: u32, until: u64, now: u64) {
+        let mut map = self
+            .shard(key)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(over) = map.get_mut(key) {
+            // The latest answer is the truth; keep the cheapest cost it covers.
+            *over = Over { until, cost };
+            return;
+        }
+        if map.len() >= self.per_shard {
+            map.retain(|_, over| over.until > now);
+            if map.len() >= self.per_shard {
+                // Every entry is live: drop the one that ends soonest.
+                let soonest = map
+                    .iter()
+                    .min_by_key(|(_, over)| over.until)
+                    .map(|(k, _)| k.clone());
+                if let Some(k) = soonest {
+                    map.remove(&k);
+                }
+            }
+        }
+        map.insert(key.into(), Over { until, cost });
+    }
+
+    /// Keys held now.
+    pub(crate) fn len(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| s.lock().unwrap_or_else(PoisonError::into_inner).len())
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_is_refused_until_its_time_then_forgotten() {
+        let cache = OverLimit::new(100);
+        cache.remember("a", 1, 1_000, 0);
+        assert_eq!(cache.lookup("a", 1, 400), Known::Over(600));
+        assert_eq!(cache.lookup("b", 1, 400), Known::Nothing);
+        assert_eq!(cache.lookup("a", 1, 1_000), Known::Nothing);
+        assert_eq!(cache.len(), 0);
+    }
+
+    #[test]
+    fn a_cheaper_call_than_the_refused_one_is_not_refused_from_the_cache() {
+        let cache = OverLimit::new(100);
+        cache.remember("a", 3, 1_000, 0);
+        assert_eq!(cache.lookup("a", 2, 10), Known::CheaperMayFit);
+        assert_eq!(cache.lookup("a", 3, 10), Known::Over(990));
+        assert_eq!(cache.lookup("a", 5, 10), Known::Nothing);
+        cache.forget("a");
+        assert_eq!(cache.lookup("a", 3, 10), Known::Nothing);
+    }
+
+    #[test]
+    fn the_cache_stays_within_its_bound_dropping_what_ends_soonest() {
+        let cache = OverLimit::new(SHARDS);
+        for i in 0..10_000_u64 {
+            cache.remember(&i.to_string(), 1, 1_000_000 + i, 0);
+        }
+        assert!(cache.len() <= SHARDS, "{}", cache.len());
+        // The last key of each shard is the one that ends latest: kept.
+        assert!(matches!(cache.lookup("9999", 1, 0), Known::Over(_)));
+    }
+}
