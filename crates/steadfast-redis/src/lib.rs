@@ -39,3 +39,8 @@ mod reply;
 
 pub use quota::{DEFAULT_PREFIX, RedisQuota, RedisQuotaBuilder};
 pub use redis;
+
+/// The crate README's program, compiled as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
