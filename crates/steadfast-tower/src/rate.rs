@@ -37,6 +37,7 @@ use tower_service::Service;
 ///
 /// ```
 /// use std::time::Duration;
+/// use steadfast::clock::{Clock, SystemClock};
 /// use steadfast::rate::{Quota, RateLimit};
 /// use steadfast_tower::{RateLimitError, RateLimitLayer};
 /// use tower::{Service, ServiceBuilder, ServiceExt, service_fn};
@@ -50,7 +51,7 @@ use tower_service::Service;
 /// assert_eq!(a.ready().await?.call(1).await?, 1);
 /// let refused = b.ready().await?.call(2).await.unwrap_err();
 /// assert!(matches!(refused, RateLimitError::Refused(r) if r.by == "maps api"
-///     && r.retry_after.is_some_and(|d| d <= Duration::from_secs(60))));
+///     && r.retry_after.is_some_and(|d| d <= Duration::from_secs(60) + SystemClock.tick_lag())));
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]

@@ -40,6 +40,7 @@ pub struct CoarseClock {
 #[derive(Debug)]
 struct Shared {
     base: Instant,
+    resolution: Duration,
     /// Nanoseconds from `base` to the last tick.
     elapsed: AtomicU64,
 }
@@ -55,6 +56,7 @@ impl CoarseClock {
         let resolution = resolution.clamp(Duration::from_micros(50), Duration::from_secs(1));
         let shared = Arc::new(Shared {
             base: Instant::now(),
+            resolution,
             elapsed: AtomicU64::new(0),
         });
         let weak: Weak<Shared> = Arc::downgrade(&shared);
@@ -102,6 +104,12 @@ impl Clock for CoarseClock {
     #[inline]
     fn ticks(&self) -> Option<u64> {
         Some(self.shared.elapsed.load(Ordering::Acquire))
+    }
+
+    /// The clock's resolution (a reading trails by up to one, more if the
+    /// ticker thread is late).
+    fn tick_lag(&self) -> Duration {
+        self.shared.resolution
     }
 }
 

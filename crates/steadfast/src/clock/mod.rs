@@ -103,6 +103,22 @@ pub trait Clock: Clone + fmt::Debug + Send + Sync + 'static {
     fn ticks(&self) -> Option<u64> {
         None
     }
+
+    /// How far a [`ticks`](Clock::ticks) reading may trail the time it is
+    /// read at: the clock's resolution (zero, the default, for a clock
+    /// without ticks or whose ticks are exact). A wait computed from ticks
+    /// and given to someone who will come back and be checked on ticks
+    /// again (a rate limit's `retry_after`) adds it, so that a caller who
+    /// waits exactly that long is not refused by a reading that lags.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::clock::{Clock, VirtualClock};
+    /// assert_eq!(VirtualClock::new().tick_lag(), Duration::ZERO);
+    /// ```
+    fn tick_lag(&self) -> Duration {
+        Duration::ZERO
+    }
 }
 
 /// `now + d`, or the latest instant the platform can represent on the way

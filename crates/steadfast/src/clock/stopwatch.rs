@@ -24,6 +24,16 @@ impl<C: Clock> Stopwatch<C> {
         }
     }
 
+    /// How far a reading may trail real time, in nanoseconds: the clock's
+    /// [`tick_lag`](Clock::tick_lag) when the stopwatch reads ticks, else 0.
+    pub(crate) fn lag_nanos(&self) -> u64 {
+        if self.start_ticks.is_some() {
+            u64::try_from(self.clock.tick_lag().as_nanos()).unwrap_or(u64::MAX)
+        } else {
+            0
+        }
+    }
+
     /// Nanoseconds since the start (saturating; 0 if the clock reads earlier).
     #[inline]
     pub(crate) fn elapsed_nanos(&self) -> u64 {

@@ -42,6 +42,25 @@ impl Clock for SystemClock {
         let nanos = u64::try_from(t.tv_nsec).unwrap_or(0);
         Some(secs.saturating_mul(1_000_000_000).saturating_add(nanos))
     }
+
+    /// The coarse clock's resolution, as the kernel reports it (one kernel
+    /// tick: 1 to 10 ms); asked once per process.
+    #[cfg(target_os = "linux")]
+    fn tick_lag(&self) -> Duration {
+        static RESOLUTION: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+        *RESOLUTION.get_or_init(|| {
+            let t = rustix::time::clock_getres(rustix::time::ClockId::MonotonicCoarse);
+            let nanos = u64::try_from(t.tv_nsec).unwrap_or(0);
+            let secs = u64::try_from(t.tv_sec).unwrap_or(0);
+            // A resolution the kernel cannot report is taken as 10 ms (HZ=100).
+            let d = Duration::from_secs(secs) + Duration::from_nanos(nanos);
+            if d.is_zero() {
+                Duration::from_millis(10)
+            } else {
+                d
+            }
+        })
+    }
 }
 
 #[cfg(all(test, target_os = "linux"))]

@@ -61,6 +61,8 @@ struct Fleet<B, C> {
     backend: B,
     clock: C,
     now: Stopwatch<C>,
+    /// How far a reading of `now` may trail real time, in nanoseconds.
+    lag: u64,
     timeout: Duration,
     when_down: WhenDown,
     over: OverLimit,
@@ -177,8 +179,12 @@ impl<B: QuotaBackend, C: AsyncClock> FleetRateLimit<B, C> {
             return Err(FleetRefused::Quota(fleet.refused(None)));
         }
         let now = fleet.now.elapsed_nanos();
-        let known = fleet.over.lookup(key, cost, now);
+        // The entry's end and this reading each trail real time by up to
+        // `lag`: one about to end is asked about, and the wait told is
+        // padded by it.
+        let known = fleet.over.lookup(key, cost, now.saturating_add(fleet.lag));
         if let Known::Over(wait) = known {
+            let wait = wait.saturating_add(2 * fleet.lag);
             fleet.count(&fleet.counters.cached_refusals, "cached");
             return Err(FleetRefused::Quota(
                 fleet.refused(Some(Duration::from_nanos(wait))),
@@ -584,14 +590,16 @@ impl<B: QuotaBackend> FleetRateLimitBuilder<B> {
             .map(|q| q.interval().saturating_mul(q.burst()))
             .max()
             .unwrap_or(Duration::ZERO);
+        let now = Stopwatch::new(clock.clone());
         Ok(FleetRateLimit {
             shared: Arc::new(Fleet {
+                lag: now.lag_nanos(),
                 name: self.name,
                 quotas: self.quotas.into(),
                 max_cost,
                 max_wait,
                 backend: self.backend,
-                now: Stopwatch::new(clock.clone()),
+                now,
                 clock,
                 timeout: self.timeout,
                 when_down,

@@ -38,6 +38,8 @@ struct Shared<K> {
     per_shard: usize,
     hasher: RandomState,
     now: Box<dyn ElapsedNanos>,
+    /// Added to every refusal's wait: how far the clock's reading may trail.
+    lag: Duration,
 }
 
 /// A rate limit per key: every key gets the same [`Quota`]s and a state of
@@ -166,9 +168,9 @@ impl<K: Hash + Eq + Clone> KeyedRateLimit<K> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let now = shared.now.elapsed_nanos();
-        let refused = |retry_after| RateRefused {
+        let refused = |retry_after: Option<Duration>| RateRefused {
             by: shared.name,
-            retry_after,
+            retry_after: retry_after.map(|d| d.saturating_add(shared.lag)),
         };
         let fresh = [0; MAX_QUOTAS];
         let tats = map.get(key).unwrap_or(&fresh);
@@ -297,15 +299,17 @@ impl<K: Hash + Eq + Clone> KeyedRateLimitBuilder<K> {
                 self.max_keys,
             ));
         }
+        let now = Stopwatch::new(clock);
         Ok(KeyedRateLimit {
             shared: Arc::new(Shared {
+                lag: Duration::from_nanos(now.lag_nanos()),
                 name: self.name,
                 cells: self.quotas.iter().map(Quota::cell).collect(),
                 quotas: self.quotas.into_boxed_slice(),
                 shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
                 per_shard: self.max_keys.div_ceil(SHARDS),
                 hasher: RandomState::new(),
-                now: Box::new(Stopwatch::new(clock)),
+                now: Box::new(now),
             }),
         })
     }

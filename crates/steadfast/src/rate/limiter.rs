@@ -30,6 +30,8 @@ struct Shared {
     name: &'static str,
     slots: Box<[Slot]>,
     now: Box<dyn ElapsedNanos>,
+    /// Added to every refusal's wait: how far the clock's reading may trail.
+    lag: Duration,
 }
 
 /// A rate limit: calls per period with a burst, by the generic cell rate
@@ -108,11 +110,13 @@ impl RateLimit {
                 tat: CachePadded(AtomicU64::new(0)),
             })
             .collect();
+        let now = Stopwatch::new(clock);
         Self {
             shared: Arc::new(Shared {
                 name,
                 slots,
-                now: Box::new(Stopwatch::new(clock)),
+                lag: Duration::from_nanos(now.lag_nanos()),
+                now: Box::new(now),
             }),
         }
     }
@@ -262,7 +266,9 @@ impl RateLimit {
     fn refused(&self, retry_after: Option<Duration>) -> RateRefused {
         RateRefused {
             by: self.shared.name,
-            retry_after,
+            // A caller back after exactly this long finds the clock's
+            // reading at least at the time it was told, however it lags.
+            retry_after: retry_after.map(|d| d.saturating_add(self.shared.lag)),
         }
     }
 

@@ -8,7 +8,7 @@ use proptest::prelude::*;
 
 use super::gcra::Step;
 use super::*;
-use crate::clock::VirtualClock;
+use crate::clock::{Clock, VirtualClock};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -223,4 +223,49 @@ proptest! {
             prop_assert_eq!(&got_keyed, &expected);
         }
     }
+}
+
+/// A virtual clock whose ticks, like the coarse system clock's, may trail
+/// by `lag`.
+#[derive(Debug, Clone)]
+struct Lagging(VirtualClock, Duration);
+
+impl Clock for Lagging {
+    fn now(&self) -> std::time::Instant {
+        self.0.now()
+    }
+    fn sleep_blocking(&self, duration: Duration) {
+        self.0.sleep_blocking(duration);
+    }
+    fn ticks(&self) -> Option<u64> {
+        self.0.ticks()
+    }
+    fn tick_lag(&self) -> Duration {
+        self.1
+    }
+}
+
+#[test]
+fn a_refusals_wait_is_padded_by_how_far_the_clocks_reading_may_trail() {
+    let clock = VirtualClock::manual();
+    let lag = Duration::from_millis(4);
+    let quota = Quota::per_second(10).unwrap().with_burst(1).unwrap();
+    let limit = RateLimit::builder()
+        .quota(quota)
+        .build_with_clock(Lagging(clock.clone(), lag))
+        .unwrap();
+    let keyed = KeyedRateLimit::builder()
+        .quota(quota)
+        .build_with_clock(Lagging(clock.clone(), lag))
+        .unwrap();
+    limit.check().unwrap();
+    keyed.check(&1).unwrap();
+    let wait = Some(Duration::from_millis(100) + lag);
+    assert_eq!(limit.check().unwrap_err().retry_after, wait);
+    assert_eq!(keyed.check(&1).unwrap_err().retry_after, wait);
+    // A booked turn is not padded: its holder is not checked again.
+    assert_eq!(
+        limit.reserve(1, Duration::from_secs(1)).unwrap().wait(),
+        Duration::from_millis(100)
+    );
 }
