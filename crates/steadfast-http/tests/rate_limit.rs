@@ -102,3 +102,62 @@ async fn a_steadfast_client_waits_the_retry_after_and_is_admitted() {
     );
     assert_eq!(served.load(Ordering::SeqCst), 2);
 }
+
+#[tokio::test]
+async fn a_limit_per_api_key_refuses_one_key_and_serves_the_others() {
+    use axum::body::Body;
+    use axum::http::Request;
+    use steadfast::rate::KeyedRateLimit;
+
+    let per_key = KeyedRateLimit::builder()
+        .name("per api key")
+        .quota(Quota::per_minute(2).expect("valid"))
+        .build()
+        .expect("valid");
+    let api_key = |r: &Request<Body>| r.headers().get("x-api-key").map(|v| v.as_bytes().to_vec());
+    let app = Router::new()
+        .route("/", get(|| async { "ok" }))
+        .layer(RateLimitLayer::per_key(per_key.clone(), api_key));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind 127.0.0.1");
+    let url = format!("http://{}/", listener.local_addr().expect("address"));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let client = reqwest::Client::new();
+    let status = |key: &'static str| {
+        let request = client.get(&url).header("x-api-key", key);
+        async move { request.send().await.expect("answered").status().as_u16() }
+    };
+    // Each key its own 2 a minute, on every connection.
+    assert_eq!(
+        [status("a").await, status("a").await, status("a").await],
+        [200, 200, 429]
+    );
+    assert_eq!([status("b").await, status("b").await], [200, 200]);
+    let refused = client
+        .get(&url)
+        .header("x-api-key", "b")
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(refused.status().as_u16(), 429);
+    let wait: u64 = refused.headers()["retry-after"]
+        .to_str()
+        .expect("ascii")
+        .parse()
+        .expect("whole seconds");
+    assert!((1..=30).contains(&wait), "{wait}");
+    // Requests without a key share one quota of their own.
+    let none = || async {
+        client
+            .get(&url)
+            .send()
+            .await
+            .expect("answered")
+            .status()
+            .as_u16()
+    };
+    assert_eq!([none().await, none().await, none().await], [200, 200, 429]);
+    assert_eq!(per_key.keys(), 3);
+}

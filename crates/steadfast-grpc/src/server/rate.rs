@@ -2,8 +2,8 @@
 //! `RESOURCE_EXHAUSTED` with the limit's exact wait as pushback.
 
 use http::{HeaderValue, Response};
-use steadfast::rate::{RateLimit, RateRefused};
-use steadfast_tower::shed::{RateRefusal, RateShed, RateShedLayer};
+use steadfast::rate::{KeyedRateLimit, RateLimit, RateRefused};
+use steadfast_tower::shed::{PerKey, RateRefusal, RateShed, RateShedLayer};
 use tower_layer::Layer;
 
 use super::refusal::percent_encode;
@@ -82,7 +82,7 @@ impl RateRefusal for GrpcRateRefusal {
 /// A steadfast-grpc client whose retry policy lists `RESOURCE_EXHAUSTED`
 /// waits the pushback exactly and restarts its backoff, as A6 says.
 #[derive(Clone, Debug)]
-pub struct RateLimitLayer(RateShedLayer<GrpcRateRefusal>);
+pub struct RateLimitLayer<A = RateLimit>(RateShedLayer<GrpcRateRefusal, A>);
 
 impl RateLimitLayer {
     /// Admits calls through `limit`.
@@ -90,10 +90,38 @@ impl RateLimitLayer {
     pub fn new(limit: RateLimit) -> Self {
         Self(RateShedLayer::new(limit, GrpcRateRefusal))
     }
+
+    /// Admits each call through `limit` under the key `key` draws from it
+    /// (a tenant in the metadata, the method's path): each key has quotas
+    /// of its own, in the limit's bounded key set.
+    ///
+    /// ```
+    /// use steadfast::rate::{KeyedRateLimit, Quota};
+    /// use steadfast_grpc::server::RateLimitLayer;
+    /// use tower::{Layer, ServiceExt, service_fn};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let per_method = KeyedRateLimit::builder().quota(Quota::per_minute(1)?).build()?;
+    /// let method = |r: &http::Request<()>| r.uri().path().to_owned();
+    /// let handler = service_fn(|_: http::Request<()>| async {
+    ///     Ok::<_, std::convert::Infallible>(http::Response::new(String::new()))
+    /// });
+    /// let service = RateLimitLayer::per_key(per_method, method).layer(handler);
+    /// let to = |path: &str| http::Request::builder().uri(path).body(()).unwrap();
+    /// assert!(service.clone().oneshot(to("/echo.Echo/Say")).await?.headers().get("grpc-status").is_none());
+    /// assert!(service.clone().oneshot(to("/echo.Echo/Shout")).await?.headers().get("grpc-status").is_none());
+    /// assert_eq!(service.oneshot(to("/echo.Echo/Say")).await?.headers()["grpc-status"], "8");
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn per_key<K, F>(limit: KeyedRateLimit<K>, key: F) -> RateLimitLayer<PerKey<K, F>> {
+        RateLimitLayer(RateShedLayer::per_key(limit, key, GrpcRateRefusal))
+    }
 }
 
-impl<S> Layer<S> for RateLimitLayer {
-    type Service = RateShed<S, GrpcRateRefusal>;
+impl<S, A: Clone> Layer<S> for RateLimitLayer<A> {
+    type Service = RateShed<S, GrpcRateRefusal, A>;
 
     fn layer(&self, inner: S) -> Self::Service {
         self.0.layer(inner)

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use http::{HeaderValue, Response, StatusCode};
-use steadfast::rate::{RateLimit, RateRefused};
-use steadfast_tower::shed::{RateRefusal, RateShed, RateShedLayer};
+use steadfast::rate::{KeyedRateLimit, RateLimit, RateRefused};
+use steadfast_tower::shed::{PerKey, RateRefusal, RateShed, RateShedLayer};
 use tower_layer::Layer;
 
 /// What HTTP answers a request its rate limit refused: `429 Too Many
@@ -77,7 +77,7 @@ fn whole_seconds(wait: Duration) -> u64 {
 /// retryable and a sign of overload, and waits the `Retry-After` (clamped by
 /// its `max_delay` and deadline) before it tries again.
 #[derive(Clone, Debug)]
-pub struct RateLimitLayer(RateShedLayer<TooManyRequests>);
+pub struct RateLimitLayer<A = RateLimit>(RateShedLayer<TooManyRequests, A>);
 
 impl RateLimitLayer {
     /// Admits requests through `limit`.
@@ -85,10 +85,34 @@ impl RateLimitLayer {
     pub fn new(limit: RateLimit) -> Self {
         Self(RateShedLayer::new(limit, TooManyRequests))
     }
+
+    /// Admits each request through `limit` under the key `key` draws from
+    /// it (an API key, a tenant, the client's address): each key has
+    /// quotas of its own, in the limit's bounded key set.
+    ///
+    /// ```
+    /// use axum::{Router, body::Body, http::Request, routing::get};
+    /// use steadfast::rate::{KeyedRateLimit, Quota};
+    /// use steadfast_http::server::RateLimitLayer;
+    ///
+    /// # fn main() -> Result<(), steadfast::ConfigError> {
+    /// let per_key = KeyedRateLimit::builder().name("per api key").quota(Quota::per_second(10)?).build()?;
+    /// // Requests without a key share one quota (the key `None`).
+    /// let api_key = |r: &Request<Body>| r.headers().get("x-api-key").map(|v| v.as_bytes().to_vec());
+    /// let app: Router = Router::new()
+    ///     .route("/", get(|| async { "hello" }))
+    ///     .layer(RateLimitLayer::per_key(per_key, api_key));
+    /// # let _ = app;
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn per_key<K, F>(limit: KeyedRateLimit<K>, key: F) -> RateLimitLayer<PerKey<K, F>> {
+        RateLimitLayer(RateShedLayer::per_key(limit, key, TooManyRequests))
+    }
 }
 
-impl<S> Layer<S> for RateLimitLayer {
-    type Service = RateShed<S, TooManyRequests>;
+impl<S, A: Clone> Layer<S> for RateLimitLayer<A> {
+    type Service = RateShed<S, TooManyRequests, A>;
 
     fn layer(&self, inner: S) -> Self::Service {
         self.0.layer(inner)

@@ -78,7 +78,7 @@ mod service;
 pub use body::ShedBody;
 pub use future::ShedFuture;
 pub use layer::ShedLayer;
-pub use rate::{RateRefusal, RateShed, RateShedFuture, RateShedLayer};
+pub use rate::{PerKey, RateRefusal, RateShed, RateShedFuture, RateShedLayer, RequestAdmission};
 pub use service::Shed;
 
 use http::{HeaderMap, Response, response::Parts};

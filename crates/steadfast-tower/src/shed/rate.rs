@@ -5,12 +5,13 @@
 
 use std::fmt;
 use std::future::Future;
+use std::hash::Hash;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use http::{Request, Response};
 use pin_project_lite::pin_project;
-use steadfast::rate::{RateLimit, RateRefused};
+use steadfast::rate::{KeyedRateLimit, RateLimit, RateRefused};
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -21,6 +22,52 @@ use tower_service::Service;
 pub trait RateRefusal: Clone {
     /// The answer to a request `refused` by the limit.
     fn refused(&self, refused: &RateRefused) -> Response<()>;
+}
+
+/// What admits a request: one [`RateLimit`] for the whole server, or a
+/// [`KeyedRateLimit`] with the key drawn from each request ([`PerKey`]).
+pub trait RequestAdmission<B>: Clone {
+    /// Admits `request` now, or refuses it with the limit's wait.
+    ///
+    /// # Errors
+    /// [`RateRefused`] when the limit has no room for it now.
+    fn admit(&self, request: &Request<B>) -> Result<(), RateRefused>;
+}
+
+impl<B> RequestAdmission<B> for RateLimit {
+    #[inline]
+    fn admit(&self, _: &Request<B>) -> Result<(), RateRefused> {
+        self.check()
+    }
+}
+
+/// A [`KeyedRateLimit`] whose key a function draws from each request (an
+/// API key header, a tenant in the path, the client's address from the
+/// request's extensions): each key has quotas of its own, in the limit's
+/// bounded key set. Made by [`RateShedLayer::per_key`].
+#[derive(Clone)]
+pub struct PerKey<K, F> {
+    limit: KeyedRateLimit<K>,
+    key: F,
+}
+
+impl<K, F> fmt::Debug for PerKey<K, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PerKey")
+            .field("limit", &self.limit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<B, K, F> RequestAdmission<B> for PerKey<K, F>
+where
+    K: Hash + Eq + Clone,
+    F: Fn(&Request<B>) -> K + Clone,
+{
+    #[inline]
+    fn admit(&self, request: &Request<B>) -> Result<(), RateRefused> {
+        self.limit.check(&(self.key)(request))
+    }
 }
 
 /// Admits each request through a shared [`RateLimit`] before the service
@@ -55,13 +102,15 @@ pub trait RateRefusal: Clone {
 /// assert_eq!(server.oneshot(http::Request::new(())).await?.status(), StatusCode::TOO_MANY_REQUESTS);
 /// # Ok(()) }
 /// ```
+///
+/// A limit per key instead: [`per_key`](Self::per_key).
 #[derive(Clone)]
-pub struct RateShedLayer<P> {
-    limit: RateLimit,
+pub struct RateShedLayer<P, A = RateLimit> {
+    limit: A,
     refusal: P,
 }
 
-impl<P: fmt::Debug> fmt::Debug for RateShedLayer<P> {
+impl<P: fmt::Debug, A: fmt::Debug> fmt::Debug for RateShedLayer<P, A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RateShedLayer")
             .field("limit", &self.limit)
@@ -80,12 +129,56 @@ impl<P> RateShedLayer<P> {
     pub fn limit(&self) -> &RateLimit {
         &self.limit
     }
+
+    /// Admits each request through `limit` under the key `key` draws from
+    /// it, refusing the rest with `refusal`: every key has quotas of its own.
+    ///
+    /// ```
+    /// use http::{Request, Response, StatusCode};
+    /// use steadfast::rate::{KeyedRateLimit, Quota, RateRefused};
+    /// use steadfast_tower::shed::{RateRefusal, RateShedLayer};
+    /// use tower::{Layer, ServiceExt, service_fn};
+    ///
+    /// #[derive(Clone, Debug)]
+    /// struct TooMany;
+    /// impl RateRefusal for TooMany {
+    ///     fn refused(&self, _: &RateRefused) -> Response<()> {
+    ///         let mut response = Response::new(());
+    ///         *response.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+    ///         response
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let per_tenant = KeyedRateLimit::builder().quota(Quota::per_minute(1)?).build()?;
+    /// let tenant = |r: &Request<()>| r.headers().get("x-tenant").map(|v| v.as_bytes().to_vec());
+    /// let handler = service_fn(|_: Request<()>| async {
+    ///     Ok::<_, std::convert::Infallible>(Response::new(String::new()))
+    /// });
+    /// let server = RateShedLayer::per_key(per_tenant, tenant, TooMany).layer(handler);
+    /// let from = |t: &str| Request::builder().header("x-tenant", t).body(()).unwrap();
+    /// assert_eq!(server.clone().oneshot(from("acme")).await?.status(), StatusCode::OK);
+    /// assert_eq!(server.clone().oneshot(from("globex")).await?.status(), StatusCode::OK);
+    /// assert_eq!(server.oneshot(from("acme")).await?.status(), StatusCode::TOO_MANY_REQUESTS);
+    /// # Ok(()) }
+    /// ```
+    pub fn per_key<K, F>(
+        limit: KeyedRateLimit<K>,
+        key: F,
+        refusal: P,
+    ) -> RateShedLayer<P, PerKey<K, F>> {
+        RateShedLayer {
+            limit: PerKey { limit, key },
+            refusal,
+        }
+    }
 }
 
-impl<S, P: Clone> Layer<S> for RateShedLayer<P> {
-    type Service = RateShed<S, P>;
+impl<S, P: Clone, A: Clone> Layer<S> for RateShedLayer<P, A> {
+    type Service = RateShed<S, P, A>;
 
-    fn layer(&self, inner: S) -> RateShed<S, P> {
+    fn layer(&self, inner: S) -> RateShed<S, P, A> {
         RateShed {
             inner,
             limit: self.limit.clone(),
@@ -96,13 +189,13 @@ impl<S, P: Clone> Layer<S> for RateShedLayer<P> {
 
 /// The service [`RateShedLayer`] makes.
 #[derive(Clone)]
-pub struct RateShed<S, P> {
+pub struct RateShed<S, P, A = RateLimit> {
     inner: S,
-    limit: RateLimit,
+    limit: A,
     refusal: P,
 }
 
-impl<S, P: fmt::Debug> fmt::Debug for RateShed<S, P> {
+impl<S, P: fmt::Debug, A: fmt::Debug> fmt::Debug for RateShed<S, P, A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RateShed")
             .field("limit", &self.limit)
@@ -111,10 +204,11 @@ impl<S, P: fmt::Debug> fmt::Debug for RateShed<S, P> {
     }
 }
 
-impl<S, P, ReqBody, ResBody> Service<Request<ReqBody>> for RateShed<S, P>
+impl<S, P, A, ReqBody, ResBody> Service<Request<ReqBody>> for RateShed<S, P, A>
 where
     S: Service<Request<ReqBody>, Response = Response<ResBody>>,
     P: RateRefusal,
+    A: RequestAdmission<ReqBody>,
     ResBody: Default,
 {
     type Response = Response<ResBody>;
@@ -126,7 +220,7 @@ where
     }
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
-        match self.limit.check() {
+        match self.limit.admit(&request) {
             Ok(()) => RateShedFuture {
                 state: State::Admitted {
                     future: self.inner.call(request),
