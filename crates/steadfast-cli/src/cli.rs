@@ -50,8 +50,8 @@ pub enum Command {
 const SIMULATE_ABOUT: &str = "\
 Simulate many clients retrying against a server, and write a report.
 
-The simulator drives steadfast's real backoff schedules, retry policies and \
-retry controls on virtual time (a run of minutes takes seconds). Scenarios:
+The simulator drives steadfast's real backoff schedules, retry policies, \
+retry controls and rate limits on virtual time (a run of minutes takes seconds). Scenarios:
   herd        clients reconnecting after an outage, per jitter strategy
   storm       a retry storm during an incident, per retry control
   metastable  a short overload that retries turn into a lasting collapse,
@@ -63,6 +63,11 @@ retry controls on virtual time (a run of minutes takes seconds). Scenarios:
   overload    a server whose capacity drops and recovers: no concurrency
               limit, static limits, AIMD, Vegas, Gradient2, with and
               without retries (takes the metastable flags and --limit-*)
+  quota       many clients sharing one provider's quota (429 with
+              Retry-After): no limit (retries ignoring or honouring
+              Retry-After), per-client limits, one shared limit, refusing
+              or waiting (takes --quota --skew --retry-after --clients
+              --rate --duration --latency --backoff)
   all         every one of them (the default)
 
 Prints the summary tables and writes SVG and PNG charts and an index.html \
@@ -75,6 +80,7 @@ Examples:
   steadfast simulate herd --clients 5000 --outage 30s --accept-rate 1000
   steadfast simulate metastable --rate 800 --trigger 5s --overload 0.5
   steadfast simulate overload --rate 1500 --overload 0.5
+  steadfast simulate quota --quota 50 --clients 10 --skew 0 --retry-after ms
   steadfast simulate storm --rate 500 --capacity 10 --overload 0.3 --out storm-report";
 
 const RUN_ABOUT: &str = "\
@@ -309,6 +315,8 @@ pub enum Scenario {
     Breaker,
     /// A capacity drop, with and without concurrency limits.
     Overload,
+    /// Many clients sharing one provider's quota, with and without a rate limit.
+    Quota,
     /// Every scenario.
     All,
 }
@@ -351,6 +359,24 @@ fn rate_value(text: &str) -> Result<f64, String> {
     }
 }
 
+fn skew_value(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!(
+            "invalid skew {text:?}: expected a number from 0 up (0: every client alike)"
+        )),
+    }
+}
+
+/// How the provider of `simulate quota` writes its wait into `Retry-After`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RetryAfterUnit {
+    /// Whole seconds, rounded up (HTTP's delta-seconds).
+    Seconds,
+    /// Milliseconds, rounded up (as gRPC's pushback).
+    Ms,
+}
+
 fn fraction_value(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
@@ -382,7 +408,7 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "S", value_parser = seed_value)]
     pub seed: Option<u64>,
 
-    /// herd, storm, metastable, breaker and overload: clients, at least 1 (herd: reconnecting clients, default 1000; storm and metastable: client processes, default 100; breaker: 50, each with its own breaker; overload: 1, each with its own limit).
+    /// herd, storm, metastable, breaker, overload and quota: clients, at least 1 (herd: reconnecting clients, default 1000; storm and metastable: client processes, default 100; breaker: 50, each with its own breaker; overload: 1, each with its own limit; quota: 20, sharing the provider's quota).
     #[arg(long, value_name = "N", value_parser = count_value)]
     pub clients: Option<u32>,
 
@@ -406,11 +432,11 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "DURATION", help_heading = "Herd", allow_hyphen_values = true, value_parser = positive_duration_value)]
     pub horizon: Option<Duration>,
 
-    /// storm, metastable, tail, breaker and overload: calls per second, all clients together, more than 0 (default 2000 for storm, 700 for metastable, 1000 for tail, breaker and overload).
+    /// storm, metastable, tail, breaker, overload and quota: calls per second, all clients together, more than 0 (default 2000 for storm, 700 for metastable, 1000 for tail, breaker and overload, 160 for quota).
     #[arg(long, value_name = "PER_SEC", help_heading = "Storm", value_parser = rate_value)]
     pub rate: Option<f64>,
 
-    /// storm, metastable, breaker and overload: calls start during this time, then the run lets them finish, more than 0 (default 3m for storm, 2m for metastable, 1m for breaker and overload).
+    /// storm, metastable, breaker, overload and quota: calls start during this time, then the run lets them finish, more than 0 (default 3m for storm, 2m for metastable, 1m for breaker, overload and quota).
     #[arg(long, value_name = "DURATION", help_heading = "Storm", allow_hyphen_values = true, value_parser = positive_duration_value)]
     pub duration: Option<Duration>,
 
@@ -418,7 +444,7 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "N", help_heading = "Storm", value_parser = count_value)]
     pub capacity: Option<u32>,
 
-    /// storm, metastable, tail, breaker and overload: the server's service time: const:D, exp:MEAN, lognormal:MEDIAN:SIGMA, or a mixture W*D + W*D, with a mean above zero except for tail (default exp:10ms; 0.98*exp:1ms + 0.02*exp:200ms for tail, exp:20ms for overload).
+    /// storm, metastable, tail, breaker, overload and quota: the server's service time: const:D, exp:MEAN, lognormal:MEDIAN:SIGMA, or a mixture W*D + W*D, with a mean above zero except for tail and quota (default exp:10ms; 0.98*exp:1ms + 0.02*exp:200ms for tail, exp:20ms for overload and quota, the provider's time for a request it admits).
     #[arg(long, value_name = "DIST", help_heading = "Storm", value_parser = latency_value)]
     pub latency: Option<steadfast_sim::Latency>,
 
@@ -430,7 +456,7 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "FRACTION", help_heading = "Storm", value_parser = fraction_value)]
     pub overload: Option<f64>,
 
-    /// storm, metastable, breaker and overload: the backoff every strategy retries with (PRESET[:KEY=VALUE,...], default exponential).
+    /// storm, metastable, breaker, overload and quota: the backoff every strategy retries with (PRESET[:KEY=VALUE,...], default exponential; quota: a 429 retried without its Retry-After).
     #[arg(long, value_name = "SPEC", help_heading = "Storm", value_parser = backoff_value)]
     pub backoff: Option<BackoffSpec>,
 
@@ -457,6 +483,18 @@ pub struct SimulateArgs {
     /// overload: the most the adaptive limits may become, at least 1 (default 200).
     #[arg(long, value_name = "N", help_heading = "Overload", value_parser = count_value)]
     pub limit_max: Option<u32>,
+
+    /// quota: requests per second the provider admits, its burst the same, from 1 to 1000000000 (default 100).
+    #[arg(long, value_name = "PER_SEC", help_heading = "Quota", value_parser = count_value)]
+    pub quota: Option<u32>,
+
+    /// quota: how unevenly the calls are spread over the clients, 0 or more: client i makes a share proportional to 1/i^SKEW (default 1; 0: every client alike).
+    #[arg(long, value_name = "SKEW", help_heading = "Quota", value_parser = skew_value)]
+    pub skew: Option<f64>,
+
+    /// quota: how the provider writes its wait into a 429's Retry-After: seconds (whole, rounded up, as HTTP does; the default) or ms (milliseconds, rounded up).
+    #[arg(long, value_name = "UNIT", help_heading = "Quota", value_enum)]
+    pub retry_after: Option<RetryAfterUnit>,
 }
 
 /// The options of `steadfast schedule`.

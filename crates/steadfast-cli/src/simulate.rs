@@ -11,11 +11,12 @@ use steadfast_sim::breaker::BreakerConfig;
 use steadfast_sim::herd::HerdConfig;
 use steadfast_sim::metastable::{MetastableConfig, MetastableStrategy};
 use steadfast_sim::overload::{Bounds, OverloadConfig, OverloadStrategy};
+use steadfast_sim::quota::{QuotaConfig, RetryAfter};
 use steadfast_sim::storm::{Incident, IncidentKind, StormConfig};
 use steadfast_sim::tail::TailConfig;
 use steadfast_sim::{SimConfig, SimError};
 
-use crate::cli::{Scenario, SimulateArgs};
+use crate::cli::{RetryAfterUnit, Scenario, SimulateArgs};
 use crate::exit;
 
 /// The simulator's configuration for `args`: the chosen scenarios on their
@@ -90,6 +91,9 @@ pub fn config(args: &SimulateArgs) -> Result<SimConfig, SimError> {
     if matches!(scenario, Scenario::Overload | Scenario::All) {
         config.overload = Some(overload(args)?);
     }
+    if matches!(scenario, Scenario::Quota | Scenario::All) {
+        config.quota = Some(quota(args)?);
+    }
     if matches!(scenario, Scenario::Tail | Scenario::All) {
         let mut tail = TailConfig::default();
         if let Some(n) = args.calls {
@@ -109,7 +113,7 @@ pub fn config(args: &SimulateArgs) -> Result<SimConfig, SimError> {
     })
 }
 
-use Scenario::{Breaker, Herd, Metastable, Overload, Storm, Tail};
+use Scenario::{Breaker, Herd, Metastable, Overload, Quota, Storm, Tail};
 
 /// A flag, whether it was given, and the scenarios that take it.
 pub(crate) type FlagUse = (&'static str, bool, &'static [Scenario]);
@@ -117,13 +121,14 @@ pub(crate) type FlagUse = (&'static str, bool, &'static [Scenario]);
 /// Which scenarios take each flag (besides `--out` and `--seed`, which every
 /// one takes), and whether it was given. The one place that says so: the
 /// check below and the help texts' test read it.
-pub(crate) fn scenario_flags(args: &SimulateArgs) -> [FlagUse; 19] {
+pub(crate) fn scenario_flags(args: &SimulateArgs) -> [FlagUse; 22] {
     const CAPACITY_BASED: &[Scenario] = &[Storm, Metastable, Breaker, Overload];
+    const TIMED: &[Scenario] = &[Storm, Metastable, Breaker, Overload, Quota];
     [
         (
             "--clients",
             args.clients.is_some(),
-            &[Herd, Storm, Metastable, Breaker, Overload],
+            &[Herd, Storm, Metastable, Breaker, Overload, Quota],
         ),
         ("--outage", args.outage.is_some(), &[Herd, Storm, Breaker]),
         ("--accept-rate", args.accept_rate.is_some(), &[Herd]),
@@ -133,14 +138,14 @@ pub(crate) fn scenario_flags(args: &SimulateArgs) -> [FlagUse; 19] {
         (
             "--rate",
             args.rate.is_some(),
-            &[Storm, Metastable, Tail, Breaker, Overload],
+            &[Storm, Metastable, Tail, Breaker, Overload, Quota],
         ),
-        ("--duration", args.duration.is_some(), CAPACITY_BASED),
+        ("--duration", args.duration.is_some(), TIMED),
         ("--capacity", args.capacity.is_some(), CAPACITY_BASED),
         (
             "--latency",
             args.latency.is_some(),
-            &[Storm, Metastable, Tail, Breaker, Overload],
+            &[Storm, Metastable, Tail, Breaker, Overload, Quota],
         ),
         (
             "--incident-start",
@@ -152,7 +157,7 @@ pub(crate) fn scenario_flags(args: &SimulateArgs) -> [FlagUse; 19] {
             args.overload.is_some(),
             &[Storm, Metastable, Overload],
         ),
-        ("--backoff", args.backoff.is_some(), CAPACITY_BASED),
+        ("--backoff", args.backoff.is_some(), TIMED),
         ("--trigger", args.trigger.is_some(), &[Metastable, Overload]),
         (
             "--attempt-timeout",
@@ -163,6 +168,9 @@ pub(crate) fn scenario_flags(args: &SimulateArgs) -> [FlagUse; 19] {
         ("--limit-window", args.limit_window.is_some(), &[Overload]),
         ("--limit-min", args.limit_min.is_some(), &[Overload]),
         ("--limit-max", args.limit_max.is_some(), &[Overload]),
+        ("--quota", args.quota.is_some(), &[Quota]),
+        ("--skew", args.skew.is_some(), &[Quota]),
+        ("--retry-after", args.retry_after.is_some(), &[Quota]),
     ]
 }
 
@@ -200,6 +208,7 @@ fn name(scenario: Scenario) -> &'static str {
         Tail => "tail",
         Breaker => "breaker",
         Overload => "overload",
+        Quota => "quota",
         Scenario::All => "all",
     }
 }
@@ -344,6 +353,41 @@ fn overload(args: &SimulateArgs) -> Result<OverloadConfig, SimError> {
     Ok(o)
 }
 
+/// The quota scenario's configuration from the flags: its own, and the
+/// clients, demand, duration, the provider's service time and the backoff.
+fn quota(args: &SimulateArgs) -> Result<QuotaConfig, SimError> {
+    let mut q = QuotaConfig::default();
+    if let Some(n) = args.quota {
+        // The burst follows the quota (the core's default for a Quota).
+        q.quota = n;
+    }
+    if let Some(skew) = args.skew {
+        q.skew = skew;
+    }
+    if let Some(unit) = args.retry_after {
+        q.retry_after = match unit {
+            RetryAfterUnit::Seconds => RetryAfter::Seconds,
+            RetryAfterUnit::Ms => RetryAfter::Millis,
+        };
+    }
+    if let Some(n) = args.clients {
+        q.clients = n;
+    }
+    if let Some(rate) = args.rate {
+        q.call_rate = rate;
+    }
+    if let Some(d) = args.duration {
+        q.duration = d;
+    }
+    if let Some(latency) = &args.latency {
+        q.latency = latency.clone();
+    }
+    if let Some(spec) = &args.backoff {
+        q.backoff = crate::backoff::build(spec, None)?;
+    }
+    Ok(q)
+}
+
 /// The command-line flag behind a configuration field, where there is one.
 fn flag(scope: &str, field: &str) -> Option<&'static str> {
     Some(match (scope, field) {
@@ -367,6 +411,8 @@ fn flag(scope: &str, field: &str) -> Option<&'static str> {
         ("overload config", "window") => "--limit-window",
         ("overload config", "strategies.limit.min") => "--limit-min",
         ("overload config", "strategies.limit.max") => "--limit-max",
+        ("quota config", "quota") => "--quota",
+        ("quota config", "skew") => "--skew",
         ("tail config", "calls") => "--calls",
         ("server config", "concurrency" | "queue_limit") => "--capacity",
         ("server config", "latency") => "--latency",
@@ -615,6 +661,65 @@ mod tests {
                 max: 50
             })
         );
+    }
+
+    #[test]
+    fn quota_flags_reach_the_quota_scenario_only() {
+        let c = config(&args(&[
+            "quota",
+            "--quota",
+            "40",
+            "--skew",
+            "0.5",
+            "--retry-after",
+            "ms",
+            "--clients",
+            "8",
+            "--rate",
+            "70",
+            "--duration",
+            "30s",
+            "--latency",
+            "const:3ms",
+            "--backoff",
+            "constant:delay=20ms",
+            "--seed",
+            "4",
+        ]))
+        .unwrap();
+        assert!(c.herd.is_none() && c.storm.is_none() && c.overload.is_none());
+        assert!(c.validate().is_ok());
+        let q = c.quota.unwrap();
+        assert_eq!((q.quota, q.burst(), q.clients, q.seed), (40, 40, 8, 4));
+        assert!((q.skew - 0.5).abs() < 1e-12);
+        assert_eq!(q.retry_after, RetryAfter::Millis);
+        assert!((q.call_rate - 70.0).abs() < 1e-9);
+        assert_eq!(q.duration, Duration::from_secs(30));
+        assert_eq!(
+            q.latency,
+            steadfast_sim::Latency::Constant(Duration::from_millis(3))
+        );
+        assert_ne!(q.backoff, steadfast::Backoff::default());
+        // Every scenario takes the quota one's shared flags with `all`.
+        let all = config(&args(&["--clients", "8", "--rate", "70"])).unwrap();
+        let q = all.quota.unwrap();
+        assert_eq!(q.clients, 8);
+        assert!((q.call_rate - 70.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn refused_quota_settings_name_their_flags() {
+        for (line, flag) in [
+            (&["quota", "--quota", "4000000000"][..], "--quota"),
+            (
+                &["quota", "--rate", "1000000", "--duration", "1h"][..],
+                "--rate",
+            ),
+            (&["quota", "--clients", "2000000"][..], "--clients"),
+        ] {
+            let err = config(&args(line)).and_then(|c| c.validate()).unwrap_err();
+            assert!(message(&err).contains(flag), "{line:?}: {}", message(&err));
+        }
     }
 
     #[test]

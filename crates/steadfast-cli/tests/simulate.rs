@@ -41,6 +41,7 @@ fn every_scenario_writes_a_report() {
     assert!(summary.contains("== tail"), "{summary}");
     assert!(summary.contains("== metastable"), "{summary}");
     assert!(summary.contains("== overload"), "{summary}");
+    assert!(summary.contains("== quota"), "{summary}");
     assert!(summary.contains("20 clients"), "{summary}");
     assert!(summary.contains("Seed 5"), "{summary}");
     let index = std::fs::read_to_string(out_dir.join("index.html")).unwrap();
@@ -55,6 +56,9 @@ fn every_scenario_writes_a_report() {
         "overload_limit",
         "overload_goodput",
         "overload_latency",
+        "quota_received",
+        "quota_goodput",
+        "quota_latency",
     ] {
         assert!(index.contains(&format!("{stem}.svg")), "{stem}");
         assert_svg(&out_dir.join(format!("{stem}.svg")));
@@ -198,6 +202,16 @@ fn every_refused_flag_is_named_in_the_message() {
             "too large",
         ),
         (&["herd", "--outage", "1e400s"][..], "--outage", "exponents"),
+        (
+            &["quota", "--quota", "2000000000"][..],
+            "--quota",
+            "at most 1,000,000,000",
+        ),
+        (
+            &["quota", "--rate", "100000", "--duration", "1h"][..],
+            "--rate",
+            "--duration",
+        ),
         (
             &["storm", "--latency", "exp:1y"][..],
             "--latency",

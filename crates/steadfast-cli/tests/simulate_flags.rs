@@ -29,7 +29,7 @@ fn a_flag_the_scenario_does_not_take_is_a_usage_error_naming_the_ones_that_do() 
         (
             &["herd", "--rate", "100"][..],
             "--rate does not apply to the herd scenario; it applies to storm, metastable, \
-             tail, breaker and overload",
+             tail, breaker, overload and quota",
         ),
         (
             &["herd", "--trigger", "5s"],
@@ -44,7 +44,7 @@ fn a_flag_the_scenario_does_not_take_is_a_usage_error_naming_the_ones_that_do() 
         (
             &["tail", "--clients", "5"],
             "--clients does not apply to the tail scenario; it applies to herd, storm, \
-             metastable, breaker and overload",
+             metastable, breaker, overload and quota",
         ),
         (
             &["breaker", "--overload", "0.5"],
@@ -67,6 +67,24 @@ fn a_flag_the_scenario_does_not_take_is_a_usage_error_naming_the_ones_that_do() 
         (
             &["storm", "--accept-rate", "10"],
             "--accept-rate does not apply to the storm scenario; it applies to herd",
+        ),
+        (
+            &["quota", "--capacity", "10"],
+            "--capacity does not apply to the quota scenario; it applies to storm, \
+             metastable, breaker and overload",
+        ),
+        (
+            &["quota", "--attempt-timeout", "1s"],
+            "--attempt-timeout does not apply to the quota scenario; it applies to \
+             metastable and overload",
+        ),
+        (
+            &["overload", "--quota", "50"],
+            "--quota does not apply to the overload scenario; it applies to quota",
+        ),
+        (
+            &["storm", "--retry-after", "ms"],
+            "--retry-after does not apply to the storm scenario; it applies to quota",
         ),
     ] {
         let (code, stdout, stderr, wrote) = simulate(args);
@@ -159,6 +177,8 @@ fn a_negative_number_is_refused_with_the_range_accepted() {
         (&["storm", "--incident-start", "-5s"], "cannot be negative"),
         (&["herd", "--outage", "-1s"], "cannot be negative"),
         (&["metastable", "--trigger", "-2s"], "cannot be negative"),
+        (&["quota", "--quota", "-100"], "from 1 to 4294967295"),
+        (&["quota", "--skew", "-1"], "a number from 0 up"),
     ] {
         let (code, _, stderr, wrote) = simulate(args);
         assert_eq!(code, Some(2), "{args:?}: {stderr}");

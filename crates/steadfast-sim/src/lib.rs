@@ -6,8 +6,10 @@
 //! [`Schedule::next_delay`](steadfast::backoff::Schedule::next_delay), every retry
 //! decision from the retry engine, every admission or refusal from a
 //! [`RetryControl`](steadfast::RetryControl), every hedge from a
-//! [`HedgePolicy`](steadfast::HedgePolicy). The simulator models only the
-//! world around them: clients, a server with a capacity, outages, latency.
+//! [`HedgePolicy`](steadfast::HedgePolicy), every rate limit's admission
+//! from a [`RateLimit`](steadfast::rate::RateLimit). The simulator models
+//! only the world around them: clients, a server with a capacity or a
+//! provider with a quota, outages, latency.
 //!
 //! Scenarios:
 //! - [`herd`]: clients reconnecting after an outage, per jitter strategy;
@@ -20,7 +22,11 @@
 //!   breaker (the core's `CircuitBreaker`, alone and with a retry budget);
 //! - [`overload`]: a server whose capacity drops and recovers, under a fixed
 //!   arrival rate, with no concurrency limit, static limits and the core's
-//!   adaptive limits (`ConcurrencyLimit` with AIMD, Vegas, Gradient2).
+//!   adaptive limits (`ConcurrencyLimit` with AIMD, Vegas, Gradient2);
+//! - [`quota`]: many clients sharing one provider's quota, which answers
+//!   429 with `Retry-After`: no limit (retries ignoring or honouring the
+//!   hint), per-client limits and one shared limit (the core's
+//!   `RateLimit`, refusing at once or waiting).
 //!
 //! ```no_run
 //! let report = steadfast_sim::run_all(&steadfast_sim::SimConfig::default())?;
@@ -49,5 +55,5 @@ pub use dist::Latency;
 pub use error::SimError;
 pub use report::{Report, Scenario, SimConfig, run_all};
 pub use scenario::{
-    ScenarioResult, StrategyResult, breaker, herd, metastable, overload, storm, tail,
+    ScenarioResult, StrategyResult, breaker, herd, metastable, overload, quota, storm, tail,
 };

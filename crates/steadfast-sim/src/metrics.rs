@@ -189,6 +189,78 @@ impl SlidingPeak {
     }
 }
 
+/// The largest burst of events above a rate, streamed: over every stretch of
+/// time `[a, b]` between two events, the events in it less the
+/// `(b - a) / interval` the rate earns in it, at its most. A GCRA quota of
+/// this `interval` and a burst `B` (a [`steadfast::rate::Quota`]) admits
+/// nothing that takes this above `B`, so it says, with two numbers of
+/// memory, whether a stream of requests stayed within a quota over every
+/// window at once (not only over fixed buckets).
+///
+/// ```
+/// use steadfast_sim::metrics::BurstPeak;
+/// // A rate of one per 10 ns.
+/// let mut p = BurstPeak::new(10);
+/// for t in [0, 0, 0, 10, 20] {
+///     p.add(t);
+/// }
+/// // Three at once, then one per interval: a burst of 3.
+/// assert_eq!(p.peak(), 3.0);
+/// // Six in the 21 ns from 0 to 21, where the rate earns 2.1.
+/// p.add(21);
+/// assert!((p.peak() - 3.9).abs() < 1e-12);
+/// assert_eq!(p.count(), 6);
+/// assert_eq!(BurstPeak::new(10).peak(), 0.0);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BurstPeak {
+    interval: Nanos,
+    count: u64,
+    /// The least `j * interval - t_j` over the events so far.
+    lowest: i128,
+    /// The most `(k - j + 1) * interval - (t_k - t_j)` over `j <= k`.
+    peak: i128,
+}
+
+impl BurstPeak {
+    /// A peak over a rate of one event per `interval` nanoseconds (at
+    /// least 1).
+    #[must_use]
+    pub fn new(interval: Nanos) -> Self {
+        Self {
+            interval: interval.max(1),
+            count: 0,
+            lowest: i128::MAX,
+            peak: 0,
+        }
+    }
+
+    /// Counts an event at time `at` (times must not go back).
+    ///
+    /// With `y_k = k * interval - t_k` for the `k`-th event, the events of
+    /// `[t_j, t_k]` beyond the rate are `(y_k - y_j + interval) / interval`;
+    /// keeping the least `y_j` so far makes each event one step.
+    #[inline]
+    pub fn add(&mut self, at: Nanos) {
+        self.count += 1;
+        let y = i128::from(self.count) * i128::from(self.interval) - i128::from(at);
+        self.lowest = self.lowest.min(y);
+        self.peak = self.peak.max(y - self.lowest + i128::from(self.interval));
+    }
+
+    /// Events counted.
+    #[must_use]
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The largest burst above the rate, in events (0 before any event).
+    #[must_use]
+    pub fn peak(&self) -> f64 {
+        self.peak as f64 / self.interval as f64
+    }
+}
+
 /// Latencies in a fixed-size HDR histogram (3 significant digits, from 1 ns
 /// to about 10 days; longer values are counted at the top): quantiles with a
 /// relative error below 0.1 %, and an exact count and mean, in memory that
@@ -409,5 +481,36 @@ mod tests {
         assert_eq!(percentile(&v, 1.0), Some(1000));
         assert_eq!(percentile(&v, 0.0), Some(1));
         assert_eq!(percentile(&[], 0.5), None);
+    }
+
+    #[test]
+    fn burst_peak_is_the_brute_force_envelope() {
+        let mut rng = steadfast::backoff::Rng::with_seed(5);
+        for round in 0..200u64 {
+            let interval = 1 + rng.next_u64() % 50;
+            let mut t = 0u64;
+            let mut times = Vec::new();
+            let mut streamed = BurstPeak::new(interval);
+            for _ in 0..(1 + rng.next_u64() % 60) {
+                // Ties, short gaps and long ones.
+                t += match rng.next_u64() % 4 {
+                    0 => 0,
+                    1 => rng.next_u64() % interval,
+                    _ => rng.next_u64() % (3 * interval * (1 + round % 3)),
+                };
+                times.push(t);
+                streamed.add(t);
+            }
+            // Every window between two events, in units of the interval.
+            let mut exact = 0i128;
+            for j in 0..times.len() {
+                for k in j..times.len() {
+                    let cells = i128::try_from(k - j + 1).unwrap() * i128::from(interval);
+                    exact = exact.max(cells - i128::from(times[k] - times[j]));
+                }
+            }
+            assert_eq!(streamed.peak, exact, "{times:?} / {interval}");
+            assert_eq!(streamed.count(), times.len() as u64);
+        }
     }
 }

@@ -34,6 +34,9 @@ fn report_folder_holds_valid_svg_png_and_an_index() {
         "metastable_goodput",
         "metastable_attempts",
         "tail_latency",
+        "quota_received",
+        "quota_goodput",
+        "quota_latency",
     ] {
         assert!(
             svgs.iter().any(|p| p.ends_with(format!("{stem}.svg"))),

@@ -9,6 +9,7 @@
 mod breaker_section;
 mod overload_section;
 mod plot;
+mod quota_section;
 mod table;
 
 use std::fmt::Write as _;
@@ -23,9 +24,10 @@ use crate::engine::{nanos, secs};
 use crate::herd::{HerdConfig, HerdResult};
 use crate::metastable::{MetastableConfig, MetastableResult};
 use crate::overload::{OverloadConfig, OverloadResult};
+use crate::quota::{QuotaConfig, QuotaResult};
 use crate::storm::{IncidentKind, StormConfig, StormResult};
 use crate::tail::{TailConfig, TailResult};
-use crate::{Agreement, SimError, breaker, herd, metastable, overload, storm, tail};
+use crate::{Agreement, SimError, breaker, herd, metastable, overload, quota, storm, tail};
 
 /// The font every chart is drawn with, as TrueType bytes: DejaVu Sans
 /// (Bitstream Vera license; see `assets/LICENSE-DejaVu.txt`), shipped in
@@ -58,17 +60,21 @@ pub enum Scenario {
     Breaker,
     /// [`overload`]: a capacity drop, with and without concurrency limits.
     Overload,
+    /// [`quota`]: many clients sharing one provider's quota, with and
+    /// without a rate limit of their own.
+    Quota,
 }
 
 impl Scenario {
     /// Every scenario, in report order.
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::Herd,
         Self::Storm,
         Self::Metastable,
         Self::Tail,
         Self::Breaker,
         Self::Overload,
+        Self::Quota,
     ];
 
     /// The scenario's name.
@@ -85,6 +91,7 @@ impl Scenario {
             Self::Tail => "tail",
             Self::Breaker => "breaker",
             Self::Overload => "overload",
+            Self::Quota => "quota",
         }
     }
 }
@@ -106,7 +113,7 @@ impl std::str::FromStr for Scenario {
                 SimError::config(
                     "scenario",
                     "name",
-                    "must be one of herd, storm, metastable, tail, breaker, overload",
+                    "must be one of herd, storm, metastable, tail, breaker, overload, quota",
                     s,
                 )
             })
@@ -137,6 +144,8 @@ pub struct SimConfig {
     pub breaker: Option<BreakerConfig>,
     /// The `overload` scenario.
     pub overload: Option<OverloadConfig>,
+    /// The `quota` scenario.
+    pub quota: Option<QuotaConfig>,
 }
 
 impl Default for SimConfig {
@@ -148,6 +157,7 @@ impl Default for SimConfig {
             tail: Some(TailConfig::default()),
             breaker: Some(BreakerConfig::default()),
             overload: Some(OverloadConfig::default()),
+            quota: Some(QuotaConfig::default()),
         }
     }
 }
@@ -170,6 +180,7 @@ impl SimConfig {
             tail: None,
             breaker: None,
             overload: None,
+            quota: None,
         }
     }
 
@@ -189,6 +200,7 @@ impl SimConfig {
                 Scenario::Tail => config.tail = Some(TailConfig::default()),
                 Scenario::Breaker => config.breaker = Some(BreakerConfig::default()),
                 Scenario::Overload => config.overload = Some(OverloadConfig::default()),
+                Scenario::Quota => config.quota = Some(QuotaConfig::default()),
             }
         }
         config
@@ -215,6 +227,9 @@ impl SimConfig {
         }
         if let Some(o) = &mut self.overload {
             o.seed = seed;
+        }
+        if let Some(q) = &mut self.quota {
+            q.seed = seed;
         }
         self
     }
@@ -249,6 +264,9 @@ impl SimConfig {
         }
         if let Some(o) = &self.overload {
             o.validate()?;
+        }
+        if let Some(q) = &self.quota {
+            q.validate()?;
         }
         Ok(())
     }
@@ -287,6 +305,7 @@ pub fn run_all(config: &SimConfig) -> Result<Report, SimError> {
         tail: config.tail.as_ref().map(tail::run).transpose()?,
         breaker: config.breaker.as_ref().map(breaker::run).transpose()?,
         overload: config.overload.as_ref().map(overload::run).transpose()?,
+        quota: config.quota.as_ref().map(quota::run).transpose()?,
     })
 }
 
@@ -311,6 +330,8 @@ pub struct Report {
     pub breaker: Option<BreakerResult>,
     /// The `overload` scenario's result, if it ran.
     pub overload: Option<OverloadResult>,
+    /// The `quota` scenario's result, if it ran.
+    pub quota: Option<QuotaResult>,
 }
 
 fn fmt_opt_secs(v: Option<f64>) -> String {
@@ -348,6 +369,9 @@ impl Report {
         }
         if let Some(o) = &self.overload {
             out.push(overload_section::section(o));
+        }
+        if let Some(q) = &self.quota {
+            out.push(quota_section::section(q));
         }
         out
     }

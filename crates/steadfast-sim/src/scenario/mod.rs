@@ -4,6 +4,7 @@ pub mod breaker;
 pub mod herd;
 pub mod metastable;
 pub mod overload;
+pub mod quota;
 pub mod storm;
 pub mod tail;
 

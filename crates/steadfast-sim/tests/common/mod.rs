@@ -7,6 +7,7 @@ use steadfast_sim::SimConfig;
 use steadfast_sim::herd::HerdConfig;
 use steadfast_sim::metastable::MetastableConfig;
 use steadfast_sim::overload::{Bounds, OverloadConfig, OverloadStrategy};
+use steadfast_sim::quota::QuotaConfig;
 use steadfast_sim::server::ServerConfig;
 use steadfast_sim::storm::{Incident, StormConfig};
 use steadfast_sim::tail::TailConfig;
@@ -75,6 +76,14 @@ pub fn small_overload() -> OverloadConfig {
     }
 }
 
+/// 20 clients sharing a quota of 100/s, 160 calls/s (uneven), for 20 s.
+pub fn small_quota() -> QuotaConfig {
+    QuotaConfig {
+        duration: Duration::from_secs(20),
+        ..QuotaConfig::default()
+    }
+}
+
 pub fn small() -> SimConfig {
     SimConfig {
         herd: Some(small_herd()),
@@ -83,5 +92,6 @@ pub fn small() -> SimConfig {
         tail: Some(small_tail()),
         breaker: None,
         overload: Some(small_overload()),
+        quota: Some(small_quota()),
     }
 }
