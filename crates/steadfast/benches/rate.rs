@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use steadfast::clock::{Clock, SystemClock};
+use steadfast::clock::{Clock, CoarseClock, SystemClock};
 use steadfast::rate::{KeyedRateLimit, Quota, RateLimit};
 
 /// `Instant::now` with no coarse ticks: the precise reader.
@@ -35,6 +35,32 @@ impl Clock for Precise {
 
     fn sleep_blocking(&self, duration: Duration) {
         std::thread::sleep(duration);
+    }
+}
+
+/// The TSC through quanta, as governor reads time: the candidate reader.
+#[derive(Debug, Clone)]
+struct Tsc(quanta::Clock, u64);
+
+impl Tsc {
+    fn new() -> Self {
+        let clock = quanta::Clock::new();
+        let start = clock.raw();
+        Self(clock, start)
+    }
+}
+
+impl Clock for Tsc {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    fn sleep_blocking(&self, duration: Duration) {
+        std::thread::sleep(duration);
+    }
+
+    fn ticks(&self) -> Option<u64> {
+        Some(self.0.delta_as_nanos(self.1, self.0.raw()))
     }
 }
 
@@ -104,6 +130,26 @@ fn subjects() -> Vec<(&'static str, Arc<dyn Admit>)> {
                 RateLimit::builder()
                     .quota(quota())
                     .build_with_clock(Precise)
+                    .expect("valid"),
+            ),
+        ),
+        (
+            "steadfast, TSC (quanta)",
+            Arc::new(
+                RateLimit::builder()
+                    .quota(quota())
+                    .build_with_clock(Tsc::new())
+                    .expect("valid"),
+            ),
+        ),
+        (
+            "steadfast, CoarseClock (timer thread, 1 ms)",
+            Arc::new(
+                RateLimit::builder()
+                    .quota(quota())
+                    .build_with_clock(
+                        CoarseClock::new(Duration::from_millis(1)).expect("a ticker thread"),
+                    )
                     .expect("valid"),
             ),
         ),

@@ -47,7 +47,7 @@ pub use default_clock::NoClock;
 pub use futures_timer_clock::FuturesTimerClock;
 #[cfg(all(test, not(loom)))]
 pub(crate) use stopwatch::InstantsOnly;
-pub(crate) use stopwatch::{ElapsedNanos, Stopwatch};
+pub(crate) use stopwatch::{AnyStopwatch, Stopwatch};
 pub use system::SystemClock;
 #[cfg(feature = "tokio")]
 pub use tokio_clock::TokioClock;

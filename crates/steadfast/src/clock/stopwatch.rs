@@ -72,6 +72,47 @@ pub(crate) trait ElapsedNanos: Send + Sync {
     fn elapsed_nanos(&self) -> u64;
 }
 
+/// The time base of a value that is not generic over its clock: the
+/// system clock's stopwatch inline (its read is inlined into the caller:
+/// no indirect call on the hot path of a rate limit), any other behind a
+/// pointer.
+pub(crate) enum AnyStopwatch {
+    System(Stopwatch<super::SystemClock>),
+    /// Another clock's stopwatch, and its lag.
+    Other(Box<dyn ElapsedNanos>, u64),
+}
+
+impl AnyStopwatch {
+    /// Starts now, on `clock`.
+    pub(crate) fn new<C: Clock>(clock: C) -> Self {
+        match (&clock as &dyn std::any::Any).downcast_ref::<super::SystemClock>() {
+            Some(&system) => Self::System(Stopwatch::new(system)),
+            None => {
+                let watch = Stopwatch::new(clock);
+                let lag = watch.lag_nanos();
+                Self::Other(Box::new(watch), lag)
+            }
+        }
+    }
+
+    /// How far a reading may trail real time, in nanoseconds.
+    pub(crate) fn lag_nanos(&self) -> u64 {
+        match self {
+            Self::System(watch) => watch.lag_nanos(),
+            Self::Other(_, lag) => *lag,
+        }
+    }
+
+    /// Nanoseconds since the start.
+    #[inline]
+    pub(crate) fn elapsed_nanos(&self) -> u64 {
+        match self {
+            Self::System(watch) => watch.elapsed_nanos(),
+            Self::Other(watch, _) => watch.elapsed_nanos(),
+        }
+    }
+}
+
 impl<C: Clock> ElapsedNanos for Stopwatch<C> {
     #[inline]
     fn elapsed_nanos(&self) -> u64 {

@@ -2,7 +2,6 @@
 //! per tenant, per client address), in a bounded set of keys.
 
 use std::borrow::Borrow;
-use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasher, Hash, RandomState};
 use std::marker::PhantomData;
@@ -10,12 +9,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use super::gcra::{Cell, Step};
+use super::key_map::KeyMap;
 use super::limiter::DEFAULT_RATE_LIMIT_NAME;
 use super::quota::Quota;
 use super::refused::RateRefused;
 use crate::ConfigError;
+use crate::clock::AnyStopwatch;
 use crate::clock::{Clock, SystemClock};
-use crate::clock::{ElapsedNanos, Stopwatch};
 
 /// The most quotas a limit combines.
 pub(crate) const MAX_QUOTAS: usize = 8;
@@ -34,10 +34,10 @@ struct Shared<K> {
     name: &'static str,
     quotas: Box<[Quota]>,
     cells: Box<[Cell]>,
-    shards: Box<[Mutex<HashMap<K, Tats>>]>,
+    shards: Box<[Mutex<KeyMap<K, Tats>>]>,
     per_shard: usize,
     hasher: RandomState,
-    now: Box<dyn ElapsedNanos>,
+    now: AnyStopwatch,
     /// Added to every refusal's wait: how far the clock's reading may trail.
     lag: Duration,
 }
@@ -51,8 +51,9 @@ struct Shared<K> {
 /// it drops the one closest to full again (its next call may then get a
 /// fresh burst early: the bound is on memory, and says so).
 ///
-/// Each check hashes the key once and holds one of 16 shard locks for a
-/// few arithmetic steps; a new key allocates when its shard's map grows.
+/// Each check hashes the key once (the hash picks the shard and finds the
+/// key in it) and holds one of 16 shard locks for a few arithmetic steps;
+/// a new key allocates when its shard's map grows.
 ///
 /// ```
 /// use std::time::Duration;
@@ -163,7 +164,10 @@ impl<K: Hash + Eq + Clone> KeyedRateLimit<K> {
     {
         let shared = &self.shared;
         let bound = u64::try_from(max_wait.as_nanos()).unwrap_or(u64::MAX);
-        let shard = usize::try_from(shared.hasher.hash_one(key) % SHARDS as u64).unwrap_or(0);
+        let hash = shared.hasher.hash_one(key);
+        // Bits the shard's table uses for neither its buckets (the low
+        // ones) nor its tags (the top seven).
+        let shard = usize::try_from((hash >> 32) % SHARDS as u64).unwrap_or(0);
         let mut map = shared.shards[shard]
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
@@ -172,9 +176,9 @@ impl<K: Hash + Eq + Clone> KeyedRateLimit<K> {
             by: shared.name,
             retry_after: retry_after.map(|d| d.saturating_add(shared.lag)),
         };
-        let fresh = [0; MAX_QUOTAS];
-        let tats = map.get(key).unwrap_or(&fresh);
-        let mut next = *tats;
+        let held = map.get_mut(hash, key);
+        let tats = held.as_deref().copied().unwrap_or([0; MAX_QUOTAS]);
+        let mut next = tats;
         let mut wait = 0_u64;
         for (i, cell) in shared.cells.iter().enumerate() {
             match cell.step(tats[i], now, cost) {
@@ -189,13 +193,13 @@ impl<K: Hash + Eq + Clone> KeyedRateLimit<K> {
         if wait > bound {
             return Err(refused(Some(Duration::from_nanos(wait))));
         }
-        if let Some(tats) = map.get_mut(key) {
+        if let Some(tats) = held {
             *tats = next;
         } else {
             if map.len() >= shared.per_shard {
                 evict(&mut map, now, shared.cells.len());
             }
-            map.insert(key.to_owned(), next);
+            map.insert_new(hash, key.to_owned(), next);
         }
         Ok(wait)
     }
@@ -203,21 +207,15 @@ impl<K: Hash + Eq + Clone> KeyedRateLimit<K> {
 
 /// Makes room in a full shard: drops every key whose quotas are full again
 /// (all its TATs are past), else the key closest to that.
-fn evict<K: Hash + Eq + Clone>(map: &mut HashMap<K, Tats>, now: u64, quotas: usize) {
+fn evict<K: Eq>(map: &mut KeyMap<K, Tats>, now: u64, quotas: usize) {
     let latest = |tats: &Tats| tats[..quotas].iter().copied().max().unwrap_or(0);
     let before = map.len();
-    map.retain(|_, tats| latest(tats) > now);
+    map.retain(|tats| latest(tats) > now);
     if map.len() < before {
         return;
     }
     // Every key is busy: drop the one whose quotas are full again soonest.
-    let soonest = map
-        .iter()
-        .min_by_key(|(_, tats)| latest(tats))
-        .map(|(k, _)| k.clone());
-    if let Some(k) = soonest {
-        map.remove(&k);
-    }
+    map.remove_least_by(latest);
 }
 
 impl<K> fmt::Debug for KeyedRateLimit<K> {
@@ -299,17 +297,17 @@ impl<K: Hash + Eq + Clone> KeyedRateLimitBuilder<K> {
                 self.max_keys,
             ));
         }
-        let now = Stopwatch::new(clock);
+        let now = AnyStopwatch::new(clock);
         Ok(KeyedRateLimit {
             shared: Arc::new(Shared {
                 lag: Duration::from_nanos(now.lag_nanos()),
                 name: self.name,
                 cells: self.quotas.iter().map(Quota::cell).collect(),
                 quotas: self.quotas.into_boxed_slice(),
-                shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+                shards: (0..SHARDS).map(|_| Mutex::new(KeyMap::default())).collect(),
                 per_shard: self.max_keys.div_ceil(SHARDS),
                 hasher: RandomState::new(),
-                now: Box::new(now),
+                now,
             }),
         })
     }
@@ -327,16 +325,19 @@ mod tests {
 
     #[test]
     fn a_full_shard_drops_its_idle_keys_first_and_else_the_one_idle_soonest() {
-        let mut map: HashMap<&str, Tats> = HashMap::new();
-        map.insert("idle", tats(50));
-        map.insert("also idle", tats(100));
-        map.insert("busy", tats(900));
+        let mut map: KeyMap<&str, Tats> = KeyMap::default();
+        map.insert_new(1, "idle", tats(50));
+        map.insert_new(2, "also idle", tats(100));
+        map.insert_new(3, "busy", tats(900));
         evict(&mut map, 100, 1);
-        assert_eq!(map.keys().copied().collect::<Vec<_>>(), ["busy"]);
-        map.insert("busier", tats(5_000));
-        map.insert("busiest", tats(9_000));
+        assert_eq!(
+            map.keys().into_iter().copied().collect::<Vec<_>>(),
+            ["busy"]
+        );
+        map.insert_new(4, "busier", tats(5_000));
+        map.insert_new(4, "busiest", tats(9_000));
         evict(&mut map, 100, 1);
-        let mut left: Vec<_> = map.keys().copied().collect();
+        let mut left: Vec<_> = map.keys().into_iter().copied().collect();
         left.sort_unstable();
         assert_eq!(left, ["busier", "busiest"]);
     }

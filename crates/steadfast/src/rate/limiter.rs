@@ -10,8 +10,8 @@ use super::gcra::{Cell, Step};
 use super::quota::Quota;
 use super::refused::RateRefused;
 use crate::ConfigError;
+use crate::clock::AnyStopwatch;
 use crate::clock::{Clock, SystemClock};
-use crate::clock::{ElapsedNanos, Stopwatch};
 use crate::control::sync::{AtomicU64, CachePadded, Ordering};
 
 /// The name a limit has unless given one.
@@ -29,7 +29,7 @@ struct Slot {
 struct Shared {
     name: &'static str,
     slots: Box<[Slot]>,
-    now: Box<dyn ElapsedNanos>,
+    now: AnyStopwatch,
     /// Added to every refusal's wait: how far the clock's reading may trail.
     lag: Duration,
 }
@@ -110,13 +110,13 @@ impl RateLimit {
                 tat: CachePadded(AtomicU64::new(0)),
             })
             .collect();
-        let now = Stopwatch::new(clock);
+        let now = AnyStopwatch::new(clock);
         Self {
             shared: Arc::new(Shared {
                 name,
                 slots,
                 lag: Duration::from_nanos(now.lag_nanos()),
-                now: Box::new(now),
+                now,
             }),
         }
     }

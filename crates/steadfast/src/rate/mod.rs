@@ -64,6 +64,7 @@
 mod backend;
 mod fleet;
 mod gcra;
+mod key_map;
 mod keyed;
 mod limiter;
 mod over_limit;

@@ -17,7 +17,7 @@
 
 use std::time::Duration;
 
-use crate::control::sync::{AtomicU64, Ordering};
+use crate::control::sync::{AtomicU64, CachePadded, Ordering};
 
 /// Slots per window.
 pub(super) const SLOTS: u64 = 10;
@@ -49,10 +49,14 @@ struct Slot {
 #[derive(Debug)]
 pub(super) struct Window {
     cut: Cut,
-    slots: Box<[Slot]>,
+    /// Each slot on a cache line of its own: callers filling the current
+    /// slot do not evict the next one, which a rotation recycles.
+    slots: Box<[CachePadded<Slot>]>,
     /// The latest epoch any caller has counted in (time: the latest slot any
-    /// caller has seen; count: the block being filled).
-    latest: AtomicU64,
+    /// caller has seen; count: the block being filled). On a line of its
+    /// own: a count cut moves it once a block, and every call reads
+    /// `generation`, which only a reset moves.
+    latest: CachePadded<AtomicU64>,
     generation: AtomicU64,
 }
 
@@ -103,15 +107,17 @@ impl Window {
             },
         };
         let slots = (0..SLOTS)
-            .map(|_| Slot {
-                calls: AtomicU64::new(0),
-                failures: AtomicU64::new(0),
+            .map(|_| {
+                CachePadded(Slot {
+                    calls: AtomicU64::new(0),
+                    failures: AtomicU64::new(0),
+                })
             })
             .collect();
         Self {
             cut,
             slots,
-            latest: AtomicU64::new(0),
+            latest: CachePadded(AtomicU64::new(0)),
             generation: AtomicU64::new(0),
         }
     }
@@ -135,7 +141,7 @@ impl Window {
     /// being filled.
     #[inline]
     pub(super) fn current(&self, nanos: u64) -> u64 {
-        let latest = self.latest.load(Ordering::SeqCst);
+        let latest = self.latest.0.load(Ordering::SeqCst);
         match self.cut {
             Cut::Count { .. } => latest,
             Cut::Time { width } => {
@@ -143,7 +149,7 @@ impl Window {
                     return latest;
                 }
                 let epoch = nanos / width;
-                self.latest.fetch_max(epoch, Ordering::SeqCst).max(epoch)
+                self.latest.0.fetch_max(epoch, Ordering::SeqCst).max(epoch)
             }
         }
     }
@@ -151,7 +157,7 @@ impl Window {
     #[inline]
     fn slot(&self, epoch: u64) -> &Slot {
         // `epoch % SLOTS < SLOTS == slots.len()`.
-        &self.slots[(epoch % SLOTS) as usize]
+        &self.slots[(epoch % SLOTS) as usize].0
     }
 
     /// Counts one call (and, if `failed`, one failure) at `epoch`.
@@ -176,6 +182,7 @@ impl Window {
             // A far jump can only be a tag of another generation: ignore it.
             let landed = epoch.saturating_add(if ahead < SLOTS { ahead } else { 0 });
             self.latest
+                .0
                 .fetch_max(landed.saturating_add(1), Ordering::SeqCst);
         }
         counted
@@ -201,12 +208,14 @@ impl Window {
                 0
             }
         };
-        self.slots.iter().fold((0, 0), |(calls, failures), slot| {
-            (
-                calls + count(slot.calls.load(Ordering::SeqCst)),
-                failures + count(slot.failures.load(Ordering::SeqCst)),
-            )
-        })
+        self.slots
+            .iter()
+            .fold((0, 0), |(calls, failures), CachePadded(slot)| {
+                (
+                    calls + count(slot.calls.load(Ordering::SeqCst)),
+                    failures + count(slot.failures.load(Ordering::SeqCst)),
+                )
+            })
     }
 
     /// Empties the window: every counter now counts for nothing.
