@@ -97,6 +97,7 @@ pub mod clock;
 mod config_error;
 pub mod control;
 pub mod deadline;
+pub mod fallback;
 pub mod hedge;
 pub mod limit;
 pub mod policy;

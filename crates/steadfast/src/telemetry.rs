@@ -7,6 +7,7 @@
 //! | `steadfast.concurrency.limit` | gauge | `limit` | at build and at every window close |
 //! | `steadfast.concurrency.in_flight` | gauge | `limit` | at every window close (a sample, not a live count) |
 //! | `steadfast.concurrency.refused` | counter | `limit` | every refusal |
+//! | `steadfast.fallback` | counter | `call`, `reason` | every time a call's fallback answers |
 //! | `steadfast.rate.fleet` | counter | `limit`, `outcome` | every check of a fleet rate limit (`admitted`, `refused`, `cached`, `backend_error`, `timeout`, `local_admitted`, `local_refused`, `closed`) |
 
 /// A concurrency limit named `name` refused an attempt.
@@ -38,4 +39,13 @@ pub(crate) fn fleet_check(name: &'static str, outcome: &'static str) {
     metrics::counter!("steadfast.rate.fleet", "limit" => name, "outcome" => outcome).increment(1);
     #[cfg(not(feature = "metrics"))]
     let _ = (name, outcome);
+}
+
+/// The fallback of the call named `call` answered a call that stopped for `reason`.
+#[inline]
+pub(crate) fn fallback_fired(call: &'static str, reason: &'static str) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!("steadfast.fallback", "call" => call, "reason" => reason).increment(1);
+    #[cfg(not(feature = "metrics"))]
+    let _ = (call, reason);
 }

@@ -87,6 +87,10 @@ pub struct Report<T, E> {
     /// What a hedged call did with its copies (sent, failed, cancelled, the
     /// winner, the time taken); `None` for a retried call.
     pub hedge: Option<HedgeStats>,
+    /// Whether the call's [fallback](crate::fallback) answered: the call
+    /// failed as [`stop`](Self::stop) says, and [`result`](Self::result)
+    /// is the fallback's.
+    pub fell_back: bool,
 }
 
 impl<T, E> Report<T, E> {
@@ -133,6 +137,7 @@ impl<T, E> Report<T, E> {
             stop: self.stop,
             waited: self.waited,
             hedge: self.hedge,
+            fell_back: self.fell_back,
         }
     }
 
@@ -179,6 +184,8 @@ pub struct Ending {
     pub waited: Duration,
     /// What a hedged call did with its copies; `None` for a retried call.
     pub hedge: Option<HedgeStats>,
+    /// Whether the call's fallback answered (see [`Report::fell_back`]).
+    pub fell_back: bool,
 }
 
 impl Ending {
@@ -201,6 +208,7 @@ impl Ending {
         stop: None,
         waited: Duration::ZERO,
         hedge: None,
+        fell_back: false,
     };
 
     /// A call that ended before it had per-call state: a success at the
@@ -213,6 +221,7 @@ impl Ending {
                 stop: Some(e.reason()),
                 waited: Duration::ZERO,
                 hedge: e.hedge_stats().copied(),
+                fell_back: false,
             },
         }
     }
@@ -329,6 +338,7 @@ impl<T, E> Finish<T, E> for Reported {
             stop,
             waited,
             hedge,
+            fell_back,
         } = ending();
         Report {
             result,
@@ -336,6 +346,7 @@ impl<T, E> Finish<T, E> for Reported {
             stop,
             waited,
             hedge,
+            fell_back,
         }
     }
 

@@ -6,6 +6,7 @@ use crate::cancel::CancelToken;
 use crate::classify::{AnyError, ClassifyFn, When};
 use crate::clock::{Clock, DefaultClock};
 use crate::deadline::Deadline;
+use crate::fallback::WithFallback;
 use crate::policy::HedgePolicy;
 
 /// A hook called once when a hedged call ends, with what it sent. `()` does
@@ -209,6 +210,31 @@ impl<F, P, K, C, H, O> Hedge<F, P, K, C, H, O> {
             deadline: self.deadline,
             name: self.name,
         }
+    }
+
+    /// Ends the call with `fallback` when it fails for any reason but a
+    /// cancellation, as [`Retry::fallback`](crate::retry::Retry::fallback)
+    /// does: once no copy can succeed, the fallback sees the last copy's
+    /// outcome and the reason, and what it returns is the call's result.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::fallback;
+    /// use steadfast::{Attempt, HedgePolicy, Hedgeable};
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), steadfast::ConfigError> {
+    /// let policy = HedgePolicy::builder(Duration::from_millis(50)).max_attempts(2).build()?;
+    /// let value = (|_: Attempt| async { Err::<&str, _>("unavailable") })
+    ///     .hedge(&policy)
+    ///     .fallback(fallback::value("stale but there"))
+    ///     .await;
+    /// assert_eq!(value.unwrap(), "stale but there");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn fallback<Fb>(self, fallback: Fb) -> WithFallback<Hedge<F, P, K, C, H, Reported>, Fb, O> {
+        let name = self.name;
+        WithFallback::new(self.output(), fallback, name)
     }
 }
 

@@ -372,6 +372,7 @@ where
             stop,
             waited: Duration::ZERO,
             hedge: Some(stats),
+            fell_back: false,
         }
     }
 }

@@ -108,6 +108,7 @@ impl CallState {
             stop,
             waited: self.waited,
             hedge: None,
+            fell_back: false,
         }
     }
 

@@ -4,12 +4,15 @@ use std::time::Duration;
 use super::{Notice, Notify, Retry, cancel_reason, conclude};
 use crate::backoff::Schedule;
 use crate::call::{
-    Attempt, AttemptSet, Ended, Ending, Finish, Lend, RetryError, StopReason, Verdict, ended_early,
+    Attempt, AttemptSet, Ended, Ending, Finish, Lend, Reported, RetryError, StopReason, Verdict,
+    ended_early,
 };
 use crate::cancel::CancelToken;
 use crate::classify::Classify;
 use crate::clock::Clock;
 use crate::deadline::Deadline;
+use crate::fallback::future::fall_back;
+use crate::fallback::{Fallback, WithFallback};
 use crate::limit::{Permit, Signal};
 use crate::policy::{CallState, Decision, RetryPolicy};
 
@@ -334,5 +337,30 @@ pub(super) fn refused<S, E>(
     match name {
         Some(name) => err.with_name(name),
         None => err,
+    }
+}
+
+impl<F, P, K, N, C, O, T, E, S, Fb> WithFallback<Retry<F, P, K, N, C, Reported>, Fb, O>
+where
+    F: FnMut(Attempt) -> Result<T, E>,
+    P: Lend<Policy = RetryPolicy<S>>,
+    S: Schedule,
+    K: Classify<T, E>,
+    N: Notify<E, Future = Ready<()>>,
+    C: Clock,
+    O: Finish<T, E>,
+    Fb: Fallback<T, E>,
+{
+    /// Runs the call on this thread, then its fallback if it failed for
+    /// any reason but a cancellation.
+    ///
+    /// # Errors
+    /// The fallback's error, or the call's when the fallback did not run
+    /// (a cancellation).
+    pub fn call(self) -> O::Output {
+        match fall_back(self.inner.call(), self.name) {
+            Ok(report) => O::from_report(report),
+            Err((failure, ending)) => O::finish(self.fallback.fall_back(failure), || ending),
+        }
     }
 }

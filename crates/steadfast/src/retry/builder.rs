@@ -9,6 +9,7 @@ use crate::classify::{AnyError, ClassifyFn, When};
 use crate::clock::SystemClock;
 use crate::clock::{Clock, DefaultClock};
 use crate::deadline::Deadline;
+use crate::fallback::WithFallback;
 
 /// A retried call being configured: made by
 /// [`Retryable::retry`](super::Retryable::retry) (then `.await` it) or
@@ -220,5 +221,45 @@ impl<F, P, K, N, C, O> Retry<F, P, K, N, C, O> {
             options: self.options,
             output: PhantomData,
         }
+    }
+
+    /// Ends the call with `fallback` when it fails for any reason but a
+    /// cancellation ([`fallback::fires`](crate::fallback::fires)): after
+    /// the last attempt, whatever stopped the retries (attempts spent, the
+    /// deadline, a breaker or a budget refusing, a permanent error). The
+    /// fallback sees the final outcome and the reason
+    /// ([`Failure`](crate::fallback::Failure)), and what it returns is the
+    /// call's result. Give the other options first: this is the call's
+    /// outermost step. The async executor takes any
+    /// [`AsyncFallback`](crate::fallback::AsyncFallback) (a backup
+    /// service: [`fallback::backup`](crate::fallback::backup)), the blocking
+    /// one a [`Fallback`](crate::fallback::Fallback).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::fallback::{self, Failure};
+    /// use steadfast::{Attempt, Backoff, RetryError, RetryPolicy, Retryable};
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), steadfast::ConfigError> {
+    /// let policy = RetryPolicy::builder()
+    ///     .backoff(Backoff::exponential(Duration::from_millis(100)).build()?)
+    ///     .build()?;
+    /// let price = (|_: Attempt| async { Err::<u32, _>("the primary is down") })
+    ///     .retry(&policy)
+    ///     .fallback(fallback::backup(|failure: Failure<u32, &str>| async move {
+    ///         assert_eq!(failure.attempts(), 3);
+    ///         Ok::<_, RetryError<&str>>(41) // from the replica
+    ///     }))
+    ///     .report()
+    ///     .await;
+    /// assert_eq!(price.result.unwrap(), 41);
+    /// assert!(price.fell_back);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn fallback<Fb>(self, fallback: Fb) -> WithFallback<Retry<F, P, K, N, C, Reported>, Fb, O> {
+        let name = self.options.name;
+        WithFallback::new(self.output(), fallback, name)
     }
 }
