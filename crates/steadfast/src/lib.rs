@@ -92,6 +92,7 @@
 pub mod backoff;
 pub mod call;
 pub mod cancel;
+pub mod chaos;
 pub mod classify;
 pub mod clock;
 mod config_error;

@@ -109,7 +109,6 @@ impl<T, E> Failure<T, E> {
     }
 
     /// The final outcome and how the call ended.
-    #[must_use]
     pub fn into_parts(self) -> (Result<T, RetryError<E>>, Ending) {
         (self.result, self.ending)
     }

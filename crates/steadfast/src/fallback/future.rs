@@ -106,11 +106,11 @@ where
                 StateProj::Running { call } => {
                     let report = ready!(call.poll(cx));
                     match fall_back(report, *this.name) {
-                        Ok(report) => {
+                        Next::Done(report) => {
                             this.state.set(State::Done);
                             return Poll::Ready(O::from_report(report));
                         }
-                        Err((failure, ending)) => {
+                        Next::FallBack(failure, ending) => {
                             let answer = this.fallback.fall_back_async(failure);
                             this.state.set(State::FallingBack { answer, ending });
                         }
@@ -128,19 +128,24 @@ where
     }
 }
 
+/// What follows a call with a fallback.
+pub(crate) enum Next<T, E> {
+    /// The call's own report: the fallback does not fire.
+    Done(Report<T, E>),
+    /// The failure to give the fallback, and the ending its answer goes
+    /// out with.
+    FallBack(Failure<T, E>, Ending),
+}
+
 /// The one step every executor takes at the end of a call with a fallback:
-/// the report itself (`Ok`) when the fallback does not fire, else the
-/// failure to give it and the ending its answer goes out with (the event
-/// recorded).
-pub(crate) fn fall_back<T, E>(
-    report: Report<T, E>,
-    name: Option<&'static str>,
-) -> Result<Report<T, E>, (Failure<T, E>, Ending)> {
+/// the report itself when the fallback does not fire, else the failure to
+/// give it and the ending its answer goes out with (the event recorded).
+pub(crate) fn fall_back<T, E>(report: Report<T, E>, name: Option<&'static str>) -> Next<T, E> {
     if !fires(report.stop) {
-        return Ok(report);
+        return Next::Done(report);
     }
     let mut ending = report.ending();
     record_fired(name, &ending);
     ending.fell_back = true;
-    Err((Failure::from_report(report), ending))
+    Next::FallBack(Failure::from_report(report), ending)
 }

@@ -106,7 +106,7 @@ pub struct FromFn<F>(F);
 /// use steadfast::fallback::{self, Failure, Fallback};
 /// use steadfast::{RetryError, StopReason};
 /// // A permanent error is handed on; anything else becomes a default.
-/// let f = fallback::from_fn(|failure: Failure<u32, &str>| match failure.reason() {
+/// let f = fallback::from_fn(|failure: Failure<u32, &'static str>| match failure.reason() {
 ///     StopReason::Permanent => failure.into_result(),
 ///     _ => Ok(0),
 /// });

@@ -11,7 +11,7 @@ use crate::cancel::CancelToken;
 use crate::classify::Classify;
 use crate::clock::Clock;
 use crate::deadline::Deadline;
-use crate::fallback::future::fall_back;
+use crate::fallback::future::{Next, fall_back};
 use crate::fallback::{Fallback, WithFallback};
 use crate::limit::{Permit, Signal};
 use crate::policy::{CallState, Decision, RetryPolicy};
@@ -359,8 +359,10 @@ where
     /// (a cancellation).
     pub fn call(self) -> O::Output {
         match fall_back(self.inner.call(), self.name) {
-            Ok(report) => O::from_report(report),
-            Err((failure, ending)) => O::finish(self.fallback.fall_back(failure), || ending),
+            Next::Done(report) => O::from_report(report),
+            Next::FallBack(failure, ending) => {
+                O::finish(self.fallback.fall_back(failure), || ending)
+            }
         }
     }
 }

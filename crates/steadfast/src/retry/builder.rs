@@ -243,11 +243,11 @@ impl<F, P, K, N, C, O> Retry<F, P, K, N, C, O> {
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
     /// # async fn main() -> Result<(), steadfast::ConfigError> {
     /// let policy = RetryPolicy::builder()
-    ///     .backoff(Backoff::exponential(Duration::from_millis(100)).build()?)
+    ///     .backoff(Backoff::constant(Duration::from_millis(100)).build()?)
     ///     .build()?;
     /// let price = (|_: Attempt| async { Err::<u32, _>("the primary is down") })
     ///     .retry(&policy)
-    ///     .fallback(fallback::backup(|failure: Failure<u32, &str>| async move {
+    ///     .fallback(fallback::backup(|failure: Failure<u32, &'static str>| async move {
     ///         assert_eq!(failure.attempts(), 3);
     ///         Ok::<_, RetryError<&str>>(41) // from the replica
     ///     }))
