@@ -93,6 +93,7 @@
 #![warn(missing_docs)]
 
 mod attempt;
+pub mod chaos;
 mod control;
 pub mod deadline;
 pub mod hedge;
@@ -106,6 +107,7 @@ pub mod retry;
 pub mod shed;
 mod timer;
 
+pub use chaos::{ChaosLayer, ChaosService};
 pub use control::{Control, ControlError, ControlFuture, ControlLayer};
 pub use deadline::{DeadlineLayer, ServerDeadlineLayer, SetDeadlineHeaderLayer};
 pub use hedge::{HedgeLayer, HedgeService};
