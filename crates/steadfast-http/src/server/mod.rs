@@ -55,9 +55,14 @@
 //! shrinks while the server sheds, and waits the `Retry-After` (clamped by
 //! its `max_delay` and deadline) before it retries.
 
+mod chaos;
 mod layer;
 mod rate;
 
+pub use chaos::{
+    ABORT_HEADER, ABORT_PERCENT_HEADER, ChaosBody, ChaosLayer, ChaosResponse, ChaosService,
+    DEFAULT_MAX_ASKED_DELAY, DELAY_HEADER, DELAY_PERCENT_HEADER, WithChaosBody, asked_faults,
+};
 pub use layer::{DEFAULT_RETRY_AFTER, HttpShedding, ShedLayer};
 pub use rate::{RateLimitLayer, TooManyRequests};
 

@@ -86,6 +86,53 @@ where
     }
 }
 
+impl<Fut, Sl, T, E> ChaosFuture<Fut, Sl, T, E> {
+    /// The call `call`, with no fault: what an executor runs when the
+    /// chaos drew nothing.
+    #[inline]
+    pub fn passing(call: Fut) -> Self {
+        Self {
+            stage: Stage::Call { call },
+            injection: None,
+        }
+    }
+
+    /// A call under the faults `injection` drew: its delay slept on
+    /// `clock`, then `replacement` (the fault's result, made by the
+    /// executor: a response of its protocol) or, if there is none, the
+    /// future `call` makes. For executors whose fault values are not the
+    /// chaos's own makers (a server answering the status a request asked
+    /// for); [`Chaos::inject`] is this with the chaos's makers.
+    pub fn new<C>(
+        injection: Injection,
+        clock: &C,
+        replacement: Option<Result<T, E>>,
+        call: impl FnOnce() -> Fut,
+    ) -> Self
+    where
+        C: AsyncClock<Sleep = Sl>,
+    {
+        let then = match replacement {
+            Some(result) => Then::Fault(result),
+            None => Then::Call(call()),
+        };
+        let stage = match (injection.delay, then) {
+            (Some(delay), then) => Stage::Delay {
+                sleep: clock.sleep(delay),
+                then: Some(then),
+            },
+            (None, Then::Call(call)) => Stage::Call { call },
+            (None, Then::Fault(result)) => Stage::Fault {
+                result: Some(result),
+            },
+        };
+        Self {
+            stage,
+            injection: Some(injection),
+        }
+    }
+}
+
 impl<T, E> Chaos<T, E> {
     /// Runs one call under the chaos: draws its faults, sleeps an injected
     /// latency on `clock`, then returns the injected fault or the future
@@ -126,13 +173,10 @@ impl<T, E> Chaos<T, E> {
         C: AsyncClock,
         Fut: Future<Output = Result<T, E>>,
     {
-        let Some(injection) = self.draw() else {
-            return ChaosFuture {
-                stage: Stage::Call { call: call() },
-                injection: None,
-            };
-        };
-        self.injected(injection, clock, call)
+        match self.draw() {
+            None => ChaosFuture::passing(call()),
+            Some(injection) => self.injected(injection, clock, call),
+        }
     }
 
     /// [`inject`](Self::inject) with faults already drawn (by
@@ -147,24 +191,8 @@ impl<T, E> Chaos<T, E> {
         C: AsyncClock,
         Fut: Future<Output = Result<T, E>>,
     {
-        let then = match injection.fault.and_then(|f| self.faulted(f)) {
-            Some(result) => Then::Fault(result),
-            None => Then::Call(call()),
-        };
-        let stage = match (injection.delay, then) {
-            (Some(delay), then) => Stage::Delay {
-                sleep: clock.sleep(delay),
-                then: Some(then),
-            },
-            (None, Then::Call(call)) => Stage::Call { call },
-            (None, Then::Fault(result)) => Stage::Fault {
-                result: Some(result),
-            },
-        };
-        ChaosFuture {
-            stage,
-            injection: Some(injection),
-        }
+        let replacement = injection.fault.and_then(|f| self.faulted(f));
+        ChaosFuture::new(injection, clock, replacement, call)
     }
 
     /// Runs one blocking call under the chaos: an injected latency slept
