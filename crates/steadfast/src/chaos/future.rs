@@ -27,9 +27,16 @@ pin_project! {
     #[project = StageProj]
     #[derive(Debug)]
     enum Stage<Fut, Sl, T, E> {
-        Delay { #[pin] sleep: Sl, then: Option<Then<Fut, T, E>> },
-        Call { #[pin] call: Fut },
-        Fault { result: Option<Result<T, E>> },
+        // The call, with no fault: what a call the chaos drew nothing for
+        // (or a chaos switched off) is, so its poll is one tag check.
+        Pass { #[pin] call: Fut },
+        // The call, after its injected latency: the injection held until
+        // it ends.
+        Call { #[pin] call: Fut, injection: Option<Injection> },
+        // Boxed: a timer is large (tokio's is ~100 bytes) and only a call
+        // the chaos delays needs one; the future every call makes stays small.
+        Delay { sleep: Pin<Box<Sl>>, then: Option<Then<Fut, T, E>>, injection: Option<Injection> },
+        Fault { result: Option<Result<T, E>>, injection: Option<Injection> },
     }
 }
 
@@ -42,7 +49,6 @@ pin_project! {
     pub struct ChaosFuture<Fut, Sl, T, E> {
         #[pin]
         stage: Stage<Fut, Sl, T, E>,
-        injection: Option<Injection>,
     }
 }
 
@@ -55,32 +61,56 @@ where
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T, E>> {
-        let mut this = self.project();
-        loop {
-            match this.stage.as_mut().project() {
-                StageProj::Call { call } => {
-                    let out = ready!(call.poll(cx));
-                    this.injection.take();
-                    return Poll::Ready(out);
+        let mut stage = self.project().stage;
+        if let StageProj::Pass { call } = stage.as_mut().project() {
+            return call.poll(cx);
+        }
+        poll_injected(stage, cx)
+    }
+}
+
+/// The poll of a call with faults: out of line, off the path of a call
+/// without any.
+#[inline(never)]
+fn poll_injected<Fut, Sl, T, E>(
+    mut stage: Pin<&mut Stage<Fut, Sl, T, E>>,
+    cx: &mut Context<'_>,
+) -> Poll<Result<T, E>>
+where
+    Fut: Future<Output = Result<T, E>>,
+    Sl: Future<Output = ()>,
+{
+    loop {
+        match stage.as_mut().project() {
+            StageProj::Pass { call } => return call.poll(cx),
+            StageProj::Call { call, injection } => {
+                let out = ready!(call.poll(cx));
+                injection.take();
+                return Poll::Ready(out);
+            }
+            StageProj::Delay {
+                sleep,
+                then,
+                injection,
+            } => {
+                ready!(sleep.as_mut().poll(cx));
+                let injection = injection.take();
+                match then.take() {
+                    Some(Then::Call(call)) => stage.set(Stage::Call { call, injection }),
+                    Some(Then::Fault(result)) => stage.set(Stage::Fault {
+                        result: Some(result),
+                        injection,
+                    }),
+                    None => panic!("ChaosFuture polled after it completed"),
                 }
-                StageProj::Delay { sleep, then } => {
-                    ready!(sleep.poll(cx));
-                    match then.take() {
-                        Some(Then::Call(call)) => this.stage.set(Stage::Call { call }),
-                        Some(Then::Fault(result)) => this.stage.set(Stage::Fault {
-                            result: Some(result),
-                        }),
-                        None => panic!("ChaosFuture polled after it completed"),
-                    }
-                }
-                StageProj::Fault { result } => {
-                    this.injection.take();
-                    return Poll::Ready(
-                        result
-                            .take()
-                            .expect("ChaosFuture polled after it completed"),
-                    );
-                }
+            }
+            StageProj::Fault { result, injection } => {
+                injection.take();
+                return Poll::Ready(
+                    result
+                        .take()
+                        .expect("ChaosFuture polled after it completed"),
+                );
             }
         }
     }
@@ -92,8 +122,7 @@ impl<Fut, Sl, T, E> ChaosFuture<Fut, Sl, T, E> {
     #[inline]
     pub fn passing(call: Fut) -> Self {
         Self {
-            stage: Stage::Call { call },
-            injection: None,
+            stage: Stage::Pass { call },
         }
     }
 
@@ -116,20 +145,20 @@ impl<Fut, Sl, T, E> ChaosFuture<Fut, Sl, T, E> {
             Some(result) => Then::Fault(result),
             None => Then::Call(call()),
         };
-        let stage = match (injection.delay, then) {
+        let injection = Some(injection);
+        let stage = match (injection.as_ref().and_then(|i| i.delay), then) {
             (Some(delay), then) => Stage::Delay {
-                sleep: clock.sleep(delay),
+                sleep: Box::pin(clock.sleep(delay)),
                 then: Some(then),
+                injection,
             },
-            (None, Then::Call(call)) => Stage::Call { call },
+            (None, Then::Call(call)) => Stage::Call { call, injection },
             (None, Then::Fault(result)) => Stage::Fault {
                 result: Some(result),
+                injection,
             },
         };
-        Self {
-            stage,
-            injection: Some(injection),
-        }
+        Self { stage }
     }
 }
 
