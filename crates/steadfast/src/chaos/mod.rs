@@ -27,5 +27,7 @@ pub use injection::{FaultKind, Injection};
 pub use rate::InjectionRate;
 pub use value::{Asked, Chaos, ChaosBuilder, ChaosStats, ChaosSwitch};
 
-#[cfg(test)]
+#[cfg(all(test, loom))]
+mod loom_tests;
+#[cfg(all(test, not(loom)))]
 mod tests;

@@ -321,27 +321,3 @@ fn the_blocking_executor_retries_through_injected_errors() {
         "latencies on the clock"
     );
 }
-
-#[cfg(loom)]
-mod loom_models {
-    use super::*;
-
-    /// Two threads drawing under a ceiling of one never both hold a fault,
-    /// and the count goes back to zero.
-    #[test]
-    fn the_ceiling_holds_under_every_interleaving() {
-        loom::model(|| {
-            let chaos: Chaos = on(Chaos::builder().seed(1).latency(1.0, MS).max_active(1));
-            let other = chaos.clone();
-            let t = loom::thread::spawn(move || other.draw());
-            let mine = chaos.draw();
-            let theirs = t.join().unwrap();
-            assert!(
-                mine.is_some() != theirs.is_some(),
-                "exactly one holds the one slot"
-            );
-            drop((mine, theirs));
-            assert_eq!(chaos.stats().active, 0);
-        });
-    }
-}

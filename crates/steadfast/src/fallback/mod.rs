@@ -90,5 +90,5 @@ pub fn record_fired(name: Option<&'static str>, ending: &Ending) {
     crate::telemetry::fallback_fired(name.unwrap_or(""), reason);
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests;
