@@ -1,5 +1,6 @@
 //! The model of the chaos's ceiling under loom: every interleaving of two
 //! threads drawing at once.
+#![allow(clippy::unwrap_used)]
 
 use std::time::Duration;
 

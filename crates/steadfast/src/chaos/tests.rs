@@ -1,6 +1,7 @@
 //! Chaos on virtual time with seeds: rates within statistical bounds over
 //! 100,000 draws, A33's compounding, off means off, the ceiling, faults
 //! asked by a request, and each executor.
+#![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};

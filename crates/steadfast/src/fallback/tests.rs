@@ -1,5 +1,6 @@
 //! Fallback through both executors: when it fires, what it sees, what the
 //! caller gets, and that a cancellation never becomes a fallback value.
+#![allow(clippy::unwrap_used)]
 
 use std::cell::Cell;
 use std::future::IntoFuture;
