@@ -539,14 +539,7 @@ impl<B: QuotaBackend> FleetRateLimitBuilder<B> {
         clock: C,
     ) -> Result<FleetRateLimit<B, C>, ConfigError> {
         const NAME: &str = "fleet rate limit";
-        if self.quotas.is_empty() || self.quotas.len() > 8 {
-            return Err(ConfigError::new(
-                NAME,
-                "quota",
-                "must be given at least once and at most 8 times",
-                self.quotas.len(),
-            ));
-        }
+        super::quota::check_count(NAME, &self.quotas)?;
         if self.timeout.is_zero() {
             return Err(ConfigError::new(
                 NAME,

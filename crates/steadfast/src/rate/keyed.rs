@@ -11,14 +11,12 @@ use std::time::Duration;
 use super::gcra::{Cell, Step};
 use super::key_map::KeyMap;
 use super::limiter::DEFAULT_RATE_LIMIT_NAME;
+use super::quota::MAX_QUOTAS;
 use super::quota::Quota;
 use super::refused::RateRefused;
 use crate::ConfigError;
 use crate::clock::AnyStopwatch;
 use crate::clock::{Clock, SystemClock};
-
-/// The most quotas a limit combines.
-pub(crate) const MAX_QUOTAS: usize = 8;
 
 /// Shards of the key set: threads checking different keys rarely share a
 /// lock.
@@ -281,14 +279,7 @@ impl<K: Hash + Eq + Clone> KeyedRateLimitBuilder<K> {
     /// # Errors
     /// As [`build`](Self::build).
     pub fn build_with_clock<C: Clock>(self, clock: C) -> Result<KeyedRateLimit<K>, ConfigError> {
-        if self.quotas.is_empty() || self.quotas.len() > MAX_QUOTAS {
-            return Err(ConfigError::new(
-                "keyed rate limit",
-                "quota",
-                "must be given at least once and at most 8 times",
-                self.quotas.len(),
-            ));
-        }
+        super::quota::check_count("keyed rate limit", &self.quotas)?;
         if self.max_keys == 0 {
             return Err(ConfigError::new(
                 "keyed rate limit",

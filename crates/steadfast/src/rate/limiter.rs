@@ -412,14 +412,7 @@ impl RateLimitBuilder {
     /// # Errors
     /// As [`build`](Self::build).
     pub fn build_with_clock<C: Clock>(self, clock: C) -> Result<RateLimit, ConfigError> {
-        if self.quotas.is_empty() || self.quotas.len() > 8 {
-            return Err(ConfigError::new(
-                "rate limit",
-                "quota",
-                "must be given at least once and at most 8 times",
-                self.quotas.len(),
-            ));
-        }
+        super::quota::check_count("rate limit", &self.quotas)?;
         Ok(RateLimit::from_parts(self.name, self.quotas, clock))
     }
 }

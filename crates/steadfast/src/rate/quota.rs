@@ -6,6 +6,23 @@ use std::time::Duration;
 use super::gcra::Cell;
 use crate::ConfigError;
 
+/// The most quotas one limit keeps (every kind: local, keyed, fleet).
+pub(crate) const MAX_QUOTAS: usize = 8;
+
+/// The one check of a limit's quotas: `component` must have been given at
+/// least one and at most [`MAX_QUOTAS`].
+pub(crate) fn check_count(component: &'static str, quotas: &[Quota]) -> Result<(), ConfigError> {
+    if quotas.is_empty() || quotas.len() > MAX_QUOTAS {
+        return Err(ConfigError::new(
+            component,
+            "quota",
+            "must be given at least once and at most 8 times",
+            quotas.len(),
+        ));
+    }
+    Ok(())
+}
+
 const NAME: &str = "rate quota";
 
 /// A rate (`count` calls per `period`) and a burst (how many may come at
