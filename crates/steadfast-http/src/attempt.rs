@@ -16,7 +16,8 @@ use http::{HeaderName, HeaderValue, Method};
 use pin_project_lite::pin_project;
 use reqwest::Url;
 use steadfast::Deadline;
-use steadfast::clock::{Clock, DefaultClock};
+use steadfast::chaos::{Chaos, ChaosFuture};
+use steadfast::clock::{AsyncClock, Clock, DefaultClock};
 use steadfast::deadline::DeadlineHeader;
 use steadfast::policy::{Limits, Wait};
 use steadfast::{Classify, Verdict, deadline};
@@ -135,6 +136,10 @@ impl TransportError for reqwest::Error {
     }
 }
 
+/// An attempt's send under the client's chaos (a pass-through without one).
+pub(crate) type Chaotic<F, E> =
+    ChaosFuture<F, <DefaultClock as AsyncClock>::Sleep, reqwest::Response, E>;
+
 /// What every attempt of a client needs, built once.
 pub(crate) struct AttemptConfig {
     pub(crate) classify: SharedClassifier,
@@ -146,6 +151,8 @@ pub(crate) struct AttemptConfig {
     pub(crate) attempt_timeout: bool,
     pub(crate) clock: DefaultClock,
     pub(crate) on_attempt: Option<OnAttempt>,
+    /// Faults injected into every attempt, for tests (off unless turned on).
+    pub(crate) chaos: Option<Chaos<reqwest::Response, ()>>,
 }
 
 impl fmt::Debug for AttemptConfig {
@@ -180,7 +187,7 @@ where
 {
     type Response = reqwest::Response;
     type Error = Failure<S::Error>;
-    type Future = AttemptFuture<S::Future>;
+    type Future = AttemptFuture<Chaotic<S::Future, S::Error>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner
@@ -216,8 +223,22 @@ where
         let listened = config.on_attempt.is_some() || tracing::enabled!(tracing::Level::DEBUG);
         let url = listened.then(|| request.url().clone());
         let method = request.method().clone();
+        let inner = &mut self.inner;
+        let call = match config.chaos.as_ref().and_then(Chaos::draw) {
+            None => ChaosFuture::passing(inner.call(request)),
+            Some(injection) => {
+                let chaos = config.chaos.as_ref();
+                let replacement = injection
+                    .fault
+                    .and_then(|_| chaos.and_then(Chaos::make_outcome))
+                    .map(Ok);
+                ChaosFuture::new(injection, &config.clock, replacement, || {
+                    inner.call(request)
+                })
+            }
+        };
         AttemptFuture {
-            inner: self.inner.call(request),
+            inner: call,
             state: Some(AttemptState {
                 config: Arc::clone(config),
                 call_deadline,

@@ -97,6 +97,7 @@
 
 mod attempt;
 mod buffer;
+mod chaos;
 mod classify;
 mod client;
 pub mod connect;
@@ -112,6 +113,7 @@ mod replay;
 mod retry_after;
 pub mod server;
 
+pub use chaos::chaos_response;
 pub use classify::{DefaultClassifier, Outcome, is_idempotent};
 pub use client::{BodyError, BuildError, Client, ClientBuilder, RequestBuilder, Response};
 pub use connect::{ConnectCutOff, ConnectWithinDeadline};

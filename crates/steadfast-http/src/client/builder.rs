@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::HeaderName;
+use steadfast::chaos::Chaos;
 use steadfast::clock::DefaultClock;
 use steadfast::deadline::DeadlineHeader;
 use steadfast::limit::ConcurrencyLimit;
@@ -54,6 +55,7 @@ pub struct ClientBuilder {
     classify: SharedClassifier,
     name: Option<&'static str>,
     on_attempt: Option<OnAttempt>,
+    chaos: Option<Chaos<reqwest::Response, ()>>,
 }
 
 #[derive(Clone)]
@@ -101,6 +103,7 @@ impl Default for ClientBuilder {
             classify: Arc::new(DefaultClassifier),
             name: None,
             on_attempt: None,
+            chaos: None,
         }
     }
 }
@@ -333,6 +336,33 @@ impl ClientBuilder {
         self
     }
 
+    /// Injects `chaos`'s faults into every attempt, for tests (gRFC A33's
+    /// client-side fault injection): a latency before the attempt is sent,
+    /// slept on the client's clock, and a substituted response instead of
+    /// sending it, which the client then classifies like any other (a
+    /// substituted 503 with `Retry-After` is retried after that wait). A
+    /// chaos is off unless turned on. reqwest's errors cannot be made, so
+    /// an error fault is refused here: use a substituted response
+    /// ([`chaos_response`](crate::chaos_response)).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::chaos::Chaos;
+    /// use steadfast_http::{Client, chaos_response};
+    ///
+    /// let chaos = Chaos::builder()
+    ///     .enabled(cfg!(test)) // off unless asked
+    ///     .latency(0.1, Duration::from_millis(50))
+    ///     .outcome(0.2, || chaos_response(503, Some(Duration::from_secs(1))))
+    ///     .build()?;
+    /// let client = Client::builder().chaos(chaos).build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn chaos(mut self, chaos: Chaos<reqwest::Response, ()>) -> Self {
+        self.chaos = Some(chaos);
+        self
+    }
+
     /// Builds the client.
     ///
     /// # Errors
@@ -396,6 +426,19 @@ impl ClientBuilder {
                     .build()?,
             ),
         };
+        if self
+            .chaos
+            .as_ref()
+            .is_some_and(|c| !c.error_rate().is_never())
+        {
+            return Err(ConfigError::new(
+                "http client",
+                "chaos",
+                "cannot inject errors (reqwest's cannot be made): substitute a response",
+                "an error fault",
+            )
+            .into());
+        }
         let header = match self.header {
             Some(header) => {
                 let name = HeaderName::from_bytes(header.name().as_bytes()).map_err(|_| {
@@ -417,6 +460,7 @@ impl ClientBuilder {
             attempt_timeout: self.attempt_timeout.is_some(),
             clock: DefaultClock::default(),
             on_attempt: self.on_attempt,
+            chaos: self.chaos,
         });
         let name = self.name.unwrap_or("http");
         let layers = Layers {
