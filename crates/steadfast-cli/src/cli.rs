@@ -45,6 +45,9 @@ pub enum Command {
     /// Send an HTTP request, retrying it while the server is unavailable (see `get --help`).
     #[command(long_about = crate::get::GET_ABOUT, after_long_help = crate::get::GET_EXAMPLES)]
     Get(crate::get::GetArgs),
+    /// Forward connections to a server, injecting faults on purpose (see `proxy --help`).
+    #[command(long_about = crate::proxy::PROXY_ABOUT, after_long_help = crate::proxy::PROXY_EXAMPLES)]
+    Proxy(crate::proxy::ProxyArgs),
 }
 
 const SIMULATE_ABOUT: &str = "\

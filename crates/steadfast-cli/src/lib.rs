@@ -17,6 +17,7 @@ pub mod get;
 pub mod input;
 pub mod interrupt;
 pub mod plot;
+pub mod proxy;
 pub mod run;
 pub mod schedule;
 pub mod simulate;

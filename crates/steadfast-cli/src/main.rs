@@ -44,6 +44,13 @@ fn main() -> ExitCode {
         Command::Schedule(args) => steadfast_cli::schedule::run(args),
         Command::Simulate(args) => steadfast_cli::simulate::run(args),
         Command::Get(args) => steadfast_cli::get::run(args),
+        Command::Proxy(args) => {
+            let interrupt = Interrupt::new();
+            if let Err(e) = interrupt.install() {
+                eprintln!("steadfast: cannot handle Ctrl-C ({e}); it will stop the proxy at once");
+            }
+            steadfast_cli::proxy::run(args, &interrupt)
+        }
     };
     match u8::try_from(code) {
         Ok(c) => ExitCode::from(c),
