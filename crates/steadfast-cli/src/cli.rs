@@ -1,4 +1,4 @@
-//! The command line, as clap types: `steadfast run | schedule | simulate`.
+//! The command line, as clap types: `steadfast run | schedule | simulate | get | proxy`.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -17,7 +17,7 @@ use crate::spec::BackoffSpec;
 #[command(
     name = "steadfast",
     version,
-    about = "Retry a program with backoff, show a backoff schedule, or simulate retry storms.",
+    about = "Retry a program or an HTTP request with backoff, show a backoff schedule, simulate retry storms, or inject faults with a proxy.",
     propagate_version = true
 )]
 pub struct Cli {
