@@ -15,6 +15,7 @@
 use crate::codes::CodeSet;
 use crate::duration::{format_duration, format_duration_exact, parse_duration};
 use crate::input::parse_size;
+use crate::proxy::{parse_rate, parse_target};
 use crate::spec::BackoffSpec;
 
 /// Every command-line parser on `data` (the proptests' entry point).
@@ -23,6 +24,7 @@ pub fn cli_parsers(data: &[u8]) {
     exit_codes(data);
     backoff_specs(data);
     sizes(data);
+    proxy_flags(data);
 }
 
 /// The duration parser (`--deadline`, `--attempt-timeout`, `--kill-after`,
@@ -72,5 +74,25 @@ pub fn sizes(data: &[u8]) {
     };
     if let Ok(n) = parse_size(text) {
         assert_eq!(parse_size(&n.to_string()), Ok(n));
+    }
+}
+
+/// The parsers of `steadfast proxy`'s own flags (`--refuse` and the other
+/// rates, `--to`): a rate that parses is in 0..=1 and parses back from its
+/// fraction to the same rate; a target that parses has a host and a port in
+/// 1..=65535.
+pub fn proxy_flags(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(rate) = parse_rate(text) {
+        let p = rate.get();
+        assert!((0.0..=1.0).contains(&p));
+        assert_eq!(parse_rate(&p.to_string()), Ok(rate));
+    }
+    if let Ok(target) = parse_target(text) {
+        let (host, port) = target.rsplit_once(':').expect("a parsed target has a port");
+        assert!(!host.is_empty());
+        assert!(port.parse::<u16>().is_ok_and(|p| p > 0));
     }
 }

@@ -123,7 +123,7 @@ pub struct ProxyArgs {
     pub listen: SocketAddr,
 
     /// The server to forward to (HOST:PORT), and the only place anything is forwarded.
-    #[arg(long, value_name = "HOST:PORT", value_parser = target_value)]
+    #[arg(long, value_name = "HOST:PORT", value_parser = parse_target)]
     pub to: String,
 
     /// Speak HTTP/1.1: faults per request (--status, --latency before each response) besides the connection faults.
@@ -131,11 +131,11 @@ pub struct ProxyArgs {
     pub http: bool,
 
     /// Close this share of the connections at once, before reading a byte (e.g. 0.2 or 20%).
-    #[arg(long, value_name = "RATE", help_heading = "Faults", value_parser = rate_value)]
+    #[arg(long, value_name = "RATE", help_heading = "Faults", value_parser = parse_rate)]
     pub refuse: Option<InjectionRate>,
 
     /// Reset (TCP RST) this share of the connections once the client has sent its first bytes.
-    #[arg(long, value_name = "RATE", help_heading = "Faults", value_parser = rate_value)]
+    #[arg(long, value_name = "RATE", help_heading = "Faults", value_parser = parse_rate)]
     pub reset: Option<InjectionRate>,
 
     /// How long after the client's first bytes a reset connection is reset (default 0: before anything is forwarded).
@@ -143,7 +143,7 @@ pub struct ProxyArgs {
     pub reset_after: Option<Duration>,
 
     /// Stall this share of the connections: nothing is forwarded or answered.
-    #[arg(long, value_name = "RATE", help_heading = "Faults", value_parser = rate_value)]
+    #[arg(long, value_name = "RATE", help_heading = "Faults", value_parser = parse_rate)]
     pub stall: Option<InjectionRate>,
 
     /// Close a stalled connection after this long (default: hold it until the client closes it).
@@ -159,7 +159,7 @@ pub struct ProxyArgs {
     pub jitter: Option<Duration>,
 
     /// The share of connections (--http: requests) that get the latency (default 1).
-    #[arg(long, value_name = "RATE", help_heading = "Faults", value_parser = rate_value, requires = "latency")]
+    #[arg(long, value_name = "RATE", help_heading = "Faults", value_parser = parse_rate, requires = "latency")]
     pub latency_rate: Option<InjectionRate>,
 
     /// Limit what the server sends to this many bytes a second (e.g. 64KiB; TCP mode only).
@@ -167,7 +167,7 @@ pub struct ProxyArgs {
     pub bandwidth: Option<u64>,
 
     /// The share of connections that get the bandwidth limit (default 1).
-    #[arg(long, value_name = "RATE", help_heading = "Faults", value_parser = rate_value, requires = "bandwidth")]
+    #[arg(long, value_name = "RATE", help_heading = "Faults", value_parser = parse_rate, requires = "bandwidth")]
     pub bandwidth_rate: Option<InjectionRate>,
 
     /// Answer requests with this status instead of forwarding them (--http only).
@@ -175,7 +175,7 @@ pub struct ProxyArgs {
     pub status: Option<u16>,
 
     /// The share of requests answered --status (default 1).
-    #[arg(long, value_name = "RATE", help_heading = "HTTP faults", value_parser = rate_value, requires = "status")]
+    #[arg(long, value_name = "RATE", help_heading = "HTTP faults", value_parser = parse_rate, requires = "status")]
     pub status_rate: Option<InjectionRate>,
 
     /// A Retry-After on every injected status (whole seconds, rounded up).
@@ -200,7 +200,18 @@ pub struct ProxyArgs {
 }
 
 /// A fault rate: a fraction in 0..=1 (`0.25`) or a percentage (`25%`).
-fn rate_value(text: &str) -> Result<InjectionRate, String> {
+///
+/// # Errors
+/// Anything else, with a message that says what a rate looks like.
+///
+/// ```
+/// use steadfast::chaos::InjectionRate;
+/// use steadfast_cli::proxy::parse_rate;
+/// assert_eq!(parse_rate("25%"), Ok(InjectionRate::new(0.25)?));
+/// assert!(parse_rate("1.5").is_err());
+/// # Ok::<(), steadfast::ConfigError>(())
+/// ```
+pub fn parse_rate(text: &str) -> Result<InjectionRate, String> {
     let trimmed = text.trim();
     let (number, scale) = match trimmed.strip_suffix('%') {
         Some(pct) => (pct.trim(), 100.0),
@@ -247,7 +258,16 @@ fn status_value(text: &str) -> Result<u16, String> {
 }
 
 /// `HOST:PORT`, with a port in 1..=65535 (an IPv6 address in brackets).
-fn target_value(text: &str) -> Result<String, String> {
+///
+/// # Errors
+/// A text without a host or with a port out of range.
+///
+/// ```
+/// use steadfast_cli::proxy::parse_target;
+/// assert!(parse_target("127.0.0.1:8080").is_ok());
+/// assert!(parse_target("127.0.0.1").is_err());
+/// ```
+pub fn parse_target(text: &str) -> Result<String, String> {
     let bad = || format!("invalid target {text:?}: expected HOST:PORT, e.g. 127.0.0.1:8080");
     let (host, port) = text.rsplit_once(':').ok_or_else(bad)?;
     match port.parse::<u16>() {
@@ -287,27 +307,27 @@ mod tests {
     #[test]
     fn rates_take_fractions_and_percentages() {
         assert_eq!(
-            rate_value("0.25").unwrap(),
+            parse_rate("0.25").unwrap(),
             InjectionRate::new(0.25).unwrap()
         );
         assert_eq!(
-            rate_value("25%").unwrap(),
+            parse_rate("25%").unwrap(),
             InjectionRate::new(0.25).unwrap()
         );
-        assert_eq!(rate_value(" 100 % ").unwrap(), InjectionRate::ALWAYS);
-        assert_eq!(rate_value("0").unwrap(), InjectionRate::NEVER);
+        assert_eq!(parse_rate(" 100 % ").unwrap(), InjectionRate::ALWAYS);
+        assert_eq!(parse_rate("0").unwrap(), InjectionRate::NEVER);
         for bad in ["", "x", "1.5", "-0.1", "150%", "NaN", "inf", "%"] {
-            assert!(rate_value(bad).is_err(), "{bad:?} accepted");
+            assert!(parse_rate(bad).is_err(), "{bad:?} accepted");
         }
     }
 
     #[test]
     fn targets_need_a_host_and_a_port() {
-        assert!(target_value("127.0.0.1:8080").is_ok());
-        assert!(target_value("[::1]:8080").is_ok());
-        assert!(target_value("localhost:1").is_ok());
+        assert!(parse_target("127.0.0.1:8080").is_ok());
+        assert!(parse_target("[::1]:8080").is_ok());
+        assert!(parse_target("localhost:1").is_ok());
         for bad in ["127.0.0.1", ":80", "host:0", "host:65536", "host:x", ""] {
-            assert!(target_value(bad).is_err(), "{bad:?} accepted");
+            assert!(parse_target(bad).is_err(), "{bad:?} accepted");
         }
     }
 

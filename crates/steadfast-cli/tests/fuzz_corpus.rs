@@ -24,3 +24,8 @@ fn cli_spec() {
 fn cli_size() {
     replay("cli_size", fuzzing::sizes);
 }
+
+#[test]
+fn cli_proxy() {
+    replay("cli_proxy", fuzzing::proxy_flags);
+}
