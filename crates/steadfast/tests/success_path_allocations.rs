@@ -15,8 +15,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use steadfast::backoff::Backoff;
+use steadfast::chaos::Chaos;
 use steadfast::clock::{SystemClock, TokioClock};
 use steadfast::control::TokenBucket;
+use steadfast::fallback;
 use steadfast::limit::{ConcurrencyLimit, Gradient2};
 use steadfast::retry::{BlockingRetryable, Notice, Retryable};
 use steadfast::{Attempt, CancelToken, RetryPolicy};
@@ -115,6 +117,49 @@ fn main() {
         assert!(matches!(poll_once(fut), Poll::Ready(r) if r.succeeded()));
     });
     assert_eq!(n, 0, "async executor, reported: {n} allocations");
+    checks += 1;
+
+    // A fallback is the outermost step: a call that succeeds never reaches
+    // it, and having one costs nothing; nor does a chaos switched off.
+    let n = allocations_during(|| {
+        let r = (|a: Attempt| Ok::<_, &str>(a.number))
+            .retry_blocking(&policy)
+            .fallback(fallback::value(0))
+            .call();
+        assert_eq!(r, Ok(1));
+    });
+    assert_eq!(n, 0, "blocking executor with a fallback: {n} allocations");
+    checks += 1;
+    let n = allocations_during(|| {
+        let fut = (|a: Attempt| std::future::ready(Ok::<_, &str>(a.number)))
+            .retry(&policy)
+            .clock(TokioClock)
+            .fallback(fallback::value(0))
+            .into_future();
+        assert!(matches!(poll_once(fut), Poll::Ready(Ok(1))));
+    });
+    assert_eq!(n, 0, "async executor with a fallback: {n} allocations");
+    checks += 1;
+    let off: Chaos<u32, &str> = Chaos::builder()
+        .latency(1.0, std::time::Duration::from_millis(5))
+        .error(1.0, || "injected")
+        .build()
+        .expect("valid chaos");
+    let n = allocations_during(|| {
+        let fut = off
+            .wrap(
+                |a: Attempt| std::future::ready(Ok::<_, &str>(a.number)),
+                TokioClock,
+            )
+            .retry(&policy)
+            .clock(TokioClock)
+            .into_future();
+        assert!(matches!(poll_once(fut), Poll::Ready(Ok(1))));
+    });
+    assert_eq!(
+        n, 0,
+        "async executor through a chaos switched off: {n} allocations"
+    );
     checks += 1;
 
     // A concurrency limit keeps the call lean: its slot is taken and given
