@@ -23,6 +23,7 @@ use crate::attempt::{
 };
 use crate::classify::is_idempotent;
 use crate::error::{Error, Last, NotRetried};
+use crate::fallback::ClientFallback;
 use crate::replay::{ReqwestReplay, is_replayable};
 
 type Retry = RetryLayer<Arc<RetryPolicy>, ByVerdict, ReqwestReplay, DefaultClock>;
@@ -43,6 +44,8 @@ pub(crate) struct Layers {
     pub(crate) hedge: Option<Hedge>,
     pub(crate) attempt: Arc<AttemptConfig>,
     pub(crate) rules: Rules,
+    /// The outermost step: what a failed call hands back.
+    pub(crate) fallback: Option<ClientFallback>,
 }
 
 impl fmt::Debug for Layers {
@@ -52,6 +55,7 @@ impl fmt::Debug for Layers {
             .field("hedge", &self.hedge)
             .field("attempt", &self.attempt)
             .field("rules", &self.rules)
+            .field("fallback", &self.fallback)
             .finish()
     }
 }

@@ -147,6 +147,64 @@ impl Error {
         }
     }
 
+    /// The error a fallback answered with ([`Answer`](crate::fallback::Answer)):
+    /// the client error inside it, else one with its facts, no last
+    /// response, and the failed call's `ending` (its attempts) stopped for
+    /// its reason.
+    pub(crate) fn from_answer(
+        method: Option<Method>,
+        error: RetryError<Error>,
+        ending: Ending,
+    ) -> Self {
+        let (reason, elapsed, timed_out) = (error.reason(), error.elapsed(), error.timed_out());
+        let (refused_by, refused_for, limited) = (
+            error.refused_by(),
+            error.refused_for(),
+            error.limit_refused(),
+        );
+        let mut ending = ending;
+        ending.stop = Some(reason);
+        ending.fell_back = false;
+        match error.into_last_error() {
+            Some(error) => error,
+            None => Self {
+                method,
+                reason,
+                ending,
+                elapsed,
+                timed_out,
+                refused_by,
+                refused_for,
+                limited,
+                not_retried: None,
+                last: Last::Nothing,
+            },
+        }
+    }
+
+    /// The request's method (`None` for a request that was never built).
+    pub(crate) fn method(&self) -> Option<&Method> {
+        self.method.as_ref()
+    }
+
+    /// Takes the last response out of the error, if it holds one
+    /// ([`with_response`](Self::with_response) puts it back).
+    pub(crate) fn take_response(&mut self) -> Option<reqwest::Response> {
+        match std::mem::replace(&mut self.last, Last::Nothing) {
+            Last::Response(response) => Some(*response),
+            other => {
+                self.last = other;
+                None
+            }
+        }
+    }
+
+    /// The error with `response` as its last response again.
+    pub(crate) fn with_response(mut self, response: reqwest::Response) -> Self {
+        self.last = Last::Response(Box::new(response));
+        self
+    }
+
     /// Notes that the call was sent once for `why`, if it stopped because
     /// its one attempt was spent.
     pub(crate) fn sent_once(mut self, why: NotRetried) -> Self {

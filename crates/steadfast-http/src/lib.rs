@@ -104,6 +104,7 @@ pub mod connect;
 mod engine;
 mod error;
 mod event;
+pub mod fallback;
 #[doc(hidden)]
 pub mod fuzzing;
 #[cfg(feature = "middleware")]

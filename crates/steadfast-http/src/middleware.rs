@@ -38,6 +38,12 @@
 //! a response returns `reqwest_middleware::Error::Middleware` wrapping an
 //! [`Error`](crate::Error) (downcast it for the reason, attempts and the
 //! transport error).
+//!
+//! A [`fallback`](crate::ClientBuilder::fallback) on the builder applies
+//! here too, as the middleware's outermost step: its answer is the
+//! response the middleware returns (its [`Ending`](steadfast::call::Ending)
+//! in the extensions says `fell_back`, and no deadline rides with it); a
+//! fallback that declines leaves the call to end as above.
 
 use std::fmt;
 use std::future::Future;
@@ -99,15 +105,20 @@ impl Middleware for RetryMiddleware {
             next,
             extensions: extensions.clone(),
         });
-        match engine
+        let mut outcome = engine
             .run(
                 &self.layers.rules,
                 request,
                 retry_anyway,
                 NotRetried::StreamingBody,
             )
-            .await
+            .await;
+        if let Some(fallback) = &self.layers.fallback
+            && outcome.is_err()
         {
+            outcome = fallback.after(outcome).await;
+        }
+        match outcome {
             Ok((mut response, ending, deadline)) => {
                 response.extensions_mut().insert(ending);
                 // reqwest-middleware hands back reqwest's own response, whose

@@ -1,36 +1,19 @@
 //! #26: a client's chaos (A33's client-side fault injection) against a real
 //! axum server on 127.0.0.1: substituted 503s are retried after their
-//! `Retry-After`, never sent, and a chaos switched off sends everything.
+//! `Retry-After`, never sent, and a chaos switched off sends everything;
+//! the server's connections all close once the client is gone.
 #![allow(clippy::unwrap_used)]
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+mod support {
+    pub mod server;
+}
+
 use std::time::Duration;
 
-use axum::Router;
-use axum::routing::get;
 use steadfast::Backoff;
 use steadfast::chaos::Chaos;
 use steadfast_http::{Client, chaos_response};
-
-async fn serve() -> (String, Arc<AtomicU64>) {
-    let served = Arc::new(AtomicU64::new(0));
-    let counter = Arc::clone(&served);
-    let app = Router::new().route(
-        "/",
-        get(move || {
-            let counter = Arc::clone(&counter);
-            async move {
-                counter.fetch_add(1, Ordering::SeqCst);
-                "ok"
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (format!("http://{addr}/"), served)
-}
+use support::server::OkServer;
 
 fn client(chaos: Chaos<reqwest::Response, ()>) -> Client {
     Client::builder()
@@ -43,7 +26,7 @@ fn client(chaos: Chaos<reqwest::Response, ()>) -> Client {
 
 #[tokio::test]
 async fn substituted_503s_are_retried_and_never_sent() {
-    let (url, served) = serve().await;
+    let server = OkServer::start(|router| router).await;
     let chaos = Chaos::builder()
         .enabled(true)
         .seed(5)
@@ -53,27 +36,25 @@ async fn substituted_503s_are_retried_and_never_sent() {
     let client = client(chaos.clone());
     let mut attempts = 0;
     for _ in 0..50 {
-        let r = client.get(&url).send().await.unwrap();
+        let r = client.get(&server.url).send().await.unwrap();
         assert_eq!(r.status(), 200);
         attempts += u64::from(r.ending().attempts);
     }
     let stats = chaos.stats();
-    assert_eq!(
-        served.load(Ordering::SeqCst),
-        50,
-        "a substituted attempt is never sent"
-    );
+    assert_eq!(server.served(), 50, "a substituted attempt is never sent");
     assert_eq!(
         attempts,
         50 + stats.outcomes,
         "each substituted 503 was retried once"
     );
     assert!(stats.outcomes >= 15, "{stats:?}");
+    drop(client);
+    assert!(server.all_closed().await, "a connection was left open");
 }
 
 #[tokio::test]
 async fn switched_off_every_attempt_is_sent() {
-    let (url, served) = serve().await;
+    let server = OkServer::start(|router| router).await;
     let chaos = Chaos::builder()
         .seed(5)
         .outcome(1.0, || chaos_response(503, None))
@@ -81,10 +62,12 @@ async fn switched_off_every_attempt_is_sent() {
         .unwrap();
     let client = client(chaos.clone());
     for _ in 0..20 {
-        assert_eq!(client.get(&url).send().await.unwrap().status(), 200);
+        assert_eq!(client.get(&server.url).send().await.unwrap().status(), 200);
     }
-    assert_eq!(served.load(Ordering::SeqCst), 20);
+    assert_eq!(server.served(), 20);
     assert_eq!(chaos.stats().drawn, 0);
+    drop(client);
+    assert!(server.all_closed().await, "a connection was left open");
 }
 
 #[test]

@@ -2,36 +2,18 @@
 //! `Retry-After`, for every connection together; a steadfast client on the
 //! other side waits it out and is admitted. A real axum server on 127.0.0.1.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+mod support {
+    pub mod server;
+}
+
 use std::time::Duration;
 
-use axum::Router;
-use axum::routing::get;
 use steadfast::rate::{Quota, RateLimit};
 use steadfast_http::server::RateLimitLayer;
+use support::server::OkServer;
 
-async fn serve(limit: RateLimit) -> (String, Arc<AtomicU32>) {
-    let served = Arc::new(AtomicU32::new(0));
-    let counter = Arc::clone(&served);
-    let app = Router::new()
-        .route(
-            "/",
-            get(move || {
-                let counter = Arc::clone(&counter);
-                async move {
-                    counter.fetch_add(1, Ordering::SeqCst);
-                    "ok"
-                }
-            }),
-        )
-        .layer(RateLimitLayer::new(limit));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind 127.0.0.1");
-    let addr = listener.local_addr().expect("address");
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (format!("http://{addr}/"), served)
+async fn serve(limit: RateLimit) -> OkServer {
+    OkServer::start(|router| router.layer(RateLimitLayer::new(limit))).await
 }
 
 #[tokio::test]
@@ -41,13 +23,14 @@ async fn refusals_are_429_with_the_limits_wait_for_every_connection() {
         .quota(Quota::per_minute(2).expect("valid"))
         .build()
         .expect("valid");
-    let (url, served) = serve(limit).await;
+    let server = serve(limit).await;
+    let url = &server.url;
     // Separate clients: separate connections, one limit.
     let mut statuses = Vec::new();
     let mut waits = Vec::new();
     for _ in 0..5 {
         let plain = reqwest::Client::new();
-        let response = plain.get(&url).send().await.expect("answered");
+        let response = plain.get(url).send().await.expect("answered");
         statuses.push(response.status().as_u16());
         waits.push(
             response
@@ -58,7 +41,7 @@ async fn refusals_are_429_with_the_limits_wait_for_every_connection() {
         );
     }
     assert_eq!(statuses, [200, 200, 429, 429, 429]);
-    assert_eq!(served.load(Ordering::SeqCst), 2);
+    assert_eq!(server.served(), 2);
     // Two a minute with a burst of two: the next turn is 30 s away, told
     // padded by the clock's tick and rounded up: 30 or 31 s.
     for wait in &waits[2..] {
@@ -78,17 +61,18 @@ async fn a_steadfast_client_waits_the_retry_after_and_is_admitted() {
         .quota(Quota::per_second(1).expect("valid"))
         .build()
         .expect("valid");
-    let (url, served) = serve(limit).await;
+    let server = serve(limit).await;
+    let url = &server.url;
     let client = steadfast_http::Client::builder()
         .attempts(3)
         .deadline(Duration::from_secs(10))
         .build()
         .expect("valid");
-    let first = client.get(&url).send().await.expect("admitted");
+    let first = client.get(url).send().await.expect("admitted");
     assert_eq!(first.ending().attempts, 1);
     // Refused with Retry-After: 1, waited, admitted on the second attempt.
     let second = client
-        .get(&url)
+        .get(url)
         .send()
         .await
         .expect("admitted after the wait");
@@ -101,7 +85,7 @@ async fn a_steadfast_client_waits_the_retry_after_and_is_admitted() {
         "{:?}",
         second.ending()
     );
-    assert_eq!(served.load(Ordering::SeqCst), 2);
+    assert_eq!(server.served(), 2);
 }
 
 #[tokio::test]
@@ -116,18 +100,14 @@ async fn a_limit_per_api_key_refuses_one_key_and_serves_the_others() {
         .build()
         .expect("valid");
     let api_key = |r: &Request<Body>| r.headers().get("x-api-key").map(|v| v.as_bytes().to_vec());
-    let app = Router::new()
-        .route("/", get(|| async { "ok" }))
-        .layer(RateLimitLayer::per_key(per_key.clone(), api_key));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind 127.0.0.1");
-    let url = format!("http://{}/", listener.local_addr().expect("address"));
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let keyed = per_key.clone();
+    let server =
+        OkServer::start(|router| router.layer(RateLimitLayer::per_key(keyed, api_key))).await;
+    let url = &server.url;
 
     let client = reqwest::Client::new();
     let status = |key: &'static str| {
-        let request = client.get(&url).header("x-api-key", key);
+        let request = client.get(url).header("x-api-key", key);
         async move { request.send().await.expect("answered").status().as_u16() }
     };
     // Each key its own 2 a minute, on every connection.
@@ -137,7 +117,7 @@ async fn a_limit_per_api_key_refuses_one_key_and_serves_the_others() {
     );
     assert_eq!([status("b").await, status("b").await], [200, 200]);
     let refused = client
-        .get(&url)
+        .get(url)
         .header("x-api-key", "b")
         .send()
         .await
@@ -152,7 +132,7 @@ async fn a_limit_per_api_key_refuses_one_key_and_serves_the_others() {
     // Requests without a key share one quota of their own.
     let none = || async {
         client
-            .get(&url)
+            .get(url)
             .send()
             .await
             .expect("answered")

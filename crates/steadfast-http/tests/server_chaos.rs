@@ -1,41 +1,29 @@
 //! #26: a server's chaos layer on a real axum server on 127.0.0.1: off
 //! means off, Envoy-style headers ask for faults within the configured
-//! caps, and a steadfast client retries through the injected 503s.
+//! caps, and a steadfast client retries through the injected 503s. Every
+//! connection the server accepted is closed once the clients are gone.
 #![allow(clippy::unwrap_used)]
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+mod support {
+    pub mod server;
+}
+
 use std::time::Duration;
 
-use axum::Router;
-use axum::routing::get;
 use steadfast::Backoff;
 use steadfast::chaos::Chaos;
 use steadfast_http::server::{ABORT_HEADER, ABORT_PERCENT_HEADER, ChaosLayer, DELAY_HEADER};
+use support::server::OkServer;
 
-async fn serve(chaos: Chaos) -> (String, Arc<AtomicU32>) {
-    let served = Arc::new(AtomicU32::new(0));
-    let counter = Arc::clone(&served);
-    let app = Router::new()
-        .route(
-            "/",
-            get(move || {
-                let counter = Arc::clone(&counter);
-                async move {
-                    counter.fetch_add(1, Ordering::SeqCst);
-                    "ok"
-                }
-            }),
-        )
-        .layer(
+async fn serve(chaos: Chaos) -> OkServer {
+    OkServer::start(|router| {
+        router.layer(
             ChaosLayer::new(chaos)
                 .retry_after(Duration::ZERO)
                 .max_asked_delay(Duration::from_millis(50)),
-        );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (format!("http://{addr}/"), served)
+        )
+    })
+    .await
 }
 
 /// 5 standard deviations of a binomial around `n · p`.
@@ -51,19 +39,21 @@ async fn switched_off_it_ignores_even_a_request_that_asks() {
         .outcome(1.0, || ())
         .build()
         .unwrap();
-    let (url, served) = serve(chaos.clone()).await;
+    let server = serve(chaos.clone()).await;
     let http = reqwest::Client::new();
     for _ in 0..50 {
         let r = http
-            .get(&url)
+            .get(&server.url)
             .header(ABORT_HEADER, "500")
             .send()
             .await
             .unwrap();
         assert_eq!(r.status(), 200);
     }
-    assert_eq!(served.load(Ordering::SeqCst), 50);
+    assert_eq!(server.served(), 50);
     assert_eq!(chaos.stats().drawn, 0);
+    drop(http);
+    assert!(server.all_closed().await, "a connection was left open");
 }
 
 #[tokio::test]
@@ -74,14 +64,15 @@ async fn asked_aborts_are_capped_by_the_configured_rate() {
         .outcome(0.3, || ())
         .build()
         .unwrap();
-    let (url, served) = serve(chaos.clone()).await;
+    let server = serve(chaos.clone()).await;
+    let url = &server.url;
     let http = reqwest::Client::new();
     let n = 400;
     let mut aborted = 0;
     for _ in 0..n {
         // Asks for 100 % (the header's default: the configured rate, 30 %).
         let r = http
-            .get(&url)
+            .get(url)
             .header(ABORT_HEADER, "429")
             .send()
             .await
@@ -97,7 +88,7 @@ async fn asked_aborts_are_capped_by_the_configured_rate() {
     }
     assert!(within_bounds(aborted, n, 0.3), "{aborted} of {n}");
     assert_eq!(
-        served.load(Ordering::SeqCst),
+        server.served(),
         n - aborted,
         "an aborted request never reached the handler"
     );
@@ -105,7 +96,7 @@ async fn asked_aborts_are_capped_by_the_configured_rate() {
     let mut asked = 0;
     for _ in 0..n {
         let r = http
-            .get(&url)
+            .get(url)
             .header(ABORT_HEADER, "500")
             .header(ABORT_PERCENT_HEADER, "5")
             .send()
@@ -118,7 +109,7 @@ async fn asked_aborts_are_capped_by_the_configured_rate() {
     let mut configured = 0;
     for _ in 0..n {
         let r = http
-            .get(&url)
+            .get(url)
             .header(ABORT_HEADER, "a year")
             .header(DELAY_HEADER, "-5")
             .send()
@@ -127,6 +118,8 @@ async fn asked_aborts_are_capped_by_the_configured_rate() {
         configured += u32::from(r.status() == 503);
     }
     assert!(within_bounds(configured, n, 0.3), "{configured} of {n}");
+    drop(http);
+    assert!(server.all_closed().await, "a connection was left open");
 }
 
 #[tokio::test]
@@ -137,11 +130,11 @@ async fn an_asked_delay_is_capped_and_needs_a_configured_latency() {
         .latency(1.0, Duration::from_millis(1))
         .build()
         .unwrap();
-    let (url, _) = serve(chaos.clone()).await;
+    let server = serve(chaos.clone()).await;
     let http = reqwest::Client::new();
     let start = std::time::Instant::now();
     let r = http
-        .get(&url)
+        .get(&server.url)
         .header(DELAY_HEADER, "3600000")
         .send()
         .await
@@ -158,8 +151,8 @@ async fn an_asked_delay_is_capped_and_needs_a_configured_latency() {
         .outcome(0.0, || ())
         .build()
         .unwrap();
-    let (url, _) = serve(no_latency.clone()).await;
-    http.get(&url)
+    let other = serve(no_latency.clone()).await;
+    http.get(&other.url)
         .header(DELAY_HEADER, "40")
         .send()
         .await
@@ -169,6 +162,9 @@ async fn an_asked_delay_is_capped_and_needs_a_configured_latency() {
         0,
         "a delay not configured cannot be asked for"
     );
+    drop(http);
+    assert!(server.all_closed().await, "a connection was left open");
+    assert!(other.all_closed().await, "a connection was left open");
 }
 
 #[tokio::test]
@@ -179,16 +175,18 @@ async fn a_steadfast_client_retries_through_injected_503s() {
         .outcome(0.5, || ())
         .build()
         .unwrap();
-    let (url, served) = serve(chaos.clone()).await;
+    let server = serve(chaos.clone()).await;
     let client = steadfast_http::Client::builder()
         .attempts(30)
         .backoff(Backoff::constant(Duration::from_millis(1)).build().unwrap())
         .build()
         .unwrap();
     for _ in 0..50 {
-        let r = client.get(&url).send().await.unwrap();
+        let r = client.get(&server.url).send().await.unwrap();
         assert_eq!(r.status(), 200);
     }
-    assert_eq!(served.load(Ordering::SeqCst), 50);
+    assert_eq!(server.served(), 50);
     assert!(chaos.stats().outcomes >= 20, "{:?}", chaos.stats());
+    drop(client);
+    assert!(server.all_closed().await, "a connection was left open");
 }

@@ -93,6 +93,7 @@
 #![warn(missing_docs)]
 
 mod attempt;
+pub mod body;
 pub mod chaos;
 mod control;
 pub mod deadline;

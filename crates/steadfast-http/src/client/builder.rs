@@ -7,6 +7,7 @@ use http::HeaderName;
 use steadfast::chaos::Chaos;
 use steadfast::clock::DefaultClock;
 use steadfast::deadline::DeadlineHeader;
+use steadfast::fallback::AsyncFallback;
 use steadfast::limit::ConcurrencyLimit;
 use steadfast::policy::{HedgeDelay, Limits};
 use steadfast::rate::RateLimit;
@@ -17,7 +18,9 @@ use super::{Client, Shared};
 use crate::attempt::{AttemptConfig, ByVerdict, SharedClassifier};
 use crate::classify::DefaultClassifier;
 use crate::engine::{Layers, Rules};
+use crate::error::Error;
 use crate::event::{AttemptEvent, OnAttempt};
+use crate::fallback::ClientFallback;
 use crate::replay::ReqwestReplay;
 
 /// Configures a [`Client`] once: attempts, backoff, deadlines, a retry
@@ -56,6 +59,7 @@ pub struct ClientBuilder {
     name: Option<&'static str>,
     on_attempt: Option<OnAttempt>,
     chaos: Option<Chaos<reqwest::Response, ()>>,
+    fallback: Option<ClientFallback>,
 }
 
 #[derive(Clone)]
@@ -80,6 +84,7 @@ impl fmt::Debug for ClientBuilder {
             .field("idempotency_key", &self.idempotency_key)
             .field("name", &self.name)
             .field("on_attempt", &self.on_attempt.is_some())
+            .field("fallback", &self.fallback.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -104,6 +109,7 @@ impl Default for ClientBuilder {
             name: None,
             on_attempt: None,
             chaos: None,
+            fallback: None,
         }
     }
 }
@@ -363,6 +369,80 @@ impl ClientBuilder {
         self
     }
 
+    /// Ends every failed call with `fallback`, the outermost step: after
+    /// the attempts, the waits, the limits, the deadline. It runs when the
+    /// call fails for any reason but a cancellation
+    /// ([`steadfast::fallback::fires`]): an exhausted `503`, a transport
+    /// error, the deadline, a refusal by a limit or control, a final status
+    /// such as `501`; never for a success, a cancelled call (a dropped
+    /// `send` future), nor a request that could not be built.
+    ///
+    /// It sees a [`Failure`](crate::fallback::Failure) (the last response,
+    /// or the client's [`Error`](crate::Error), and the reason and the
+    /// attempts) and answers with a response, or an error: return
+    /// `failure.into_result()` to decline, and the call ends as it would
+    /// have without it. Any core fallback fits:
+    /// [`static_response`](crate::fallback::static_response) (the same
+    /// response every time), [`from_fn`](steadfast::fallback::from_fn)
+    /// (computed from the failure), [`backup`](steadfast::fallback::backup)
+    /// (a request to a mirror, asynchronously). Each time it runs it
+    /// records the core's event ([`record_fired`](steadfast::fallback::record_fired),
+    /// with the client's [`name`](Self::name)), and an answer's
+    /// [`Response::ending`](crate::Response::ending) says
+    /// [`fell_back`](steadfast::call::Ending::fell_back) with the failed
+    /// call's attempts and stop reason. See [`crate::fallback`] for the
+    /// details. A first-attempt success costs nothing more for it: the
+    /// answer's future is boxed only when the fallback runs.
+    ///
+    /// It applies to [`build_middleware`](Self::build_middleware) too.
+    ///
+    /// ```
+    /// use steadfast::fallback::{backup, from_fn};
+    /// use steadfast_http::Client;
+    /// use steadfast_http::fallback::{Failure, static_response};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // The same cached page for every failed call.
+    /// let client = Client::builder()
+    ///     .attempts(1)
+    ///     .fallback(static_response(http::Response::new("the cached page")))
+    ///     .build()?;
+    /// // A port nothing listens on: the connection is refused.
+    /// let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    /// let response = client.get(format!("http://127.0.0.1:{port}/")).send().await?;
+    /// assert!(response.ending().fell_back);
+    /// assert_eq!(response.text().await?, "the cached page");
+    ///
+    /// // Computed from the failure: a busy server's last 503 becomes a
+    /// // friendlier answer; anything else is declined (handed on).
+    /// let busy = from_fn(|failure: Failure| match failure.response() {
+    ///     Some(last) if last.status() == 503 => Ok(reqwest::Response::from(
+    ///         http::Response::new(format!("busy, tried {} times", failure.attempts())),
+    ///     )),
+    ///     _ => failure.into_result(),
+    /// });
+    /// let _client = Client::builder().fallback(busy).build()?;
+    ///
+    /// // A backup request to a mirror (a client error converts with `?`).
+    /// let mirror = Client::new();
+    /// let ask_mirror = backup(move |_: Failure| {
+    ///     let mirror = mirror.clone();
+    ///     async move { Ok(mirror.get("http://127.0.0.1:8081/").send().await?.into_inner()) }
+    /// });
+    /// let _client = Client::builder().fallback(ask_mirror).build()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn fallback<F>(mut self, fallback: F) -> Self
+    where
+        F: AsyncFallback<reqwest::Response, Error> + Send + Sync + 'static,
+        F::Future: Send + 'static,
+    {
+        self.fallback = Some(ClientFallback::new(fallback));
+        self
+    }
+
     /// Builds the client.
     ///
     /// # Errors
@@ -383,6 +463,7 @@ impl ClientBuilder {
             shared: Arc::new(Shared {
                 engine: layers.engine(reqwest),
                 rules: layers.rules,
+                fallback: layers.fallback,
             }),
         })
     }
@@ -483,6 +564,7 @@ impl ClientBuilder {
                 retry_non_idempotent: self.retry_non_idempotent,
                 idempotency_key: self.idempotency_key,
             },
+            fallback: self.fallback.map(|f| f.named(name)),
         };
         Ok((layers, self.reqwest))
     }

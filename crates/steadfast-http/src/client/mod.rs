@@ -19,10 +19,12 @@ pub use response::Response;
 use crate::buffer::{Buffered, buffer};
 use crate::engine::{Engine, Rules};
 use crate::error::{Error, NotRetried};
+use crate::fallback::ClientFallback;
 
 struct Shared {
     engine: Engine<reqwest::Client>,
     rules: Rules,
+    fallback: Option<ClientFallback>,
 }
 
 /// An HTTP client whose calls survive flaky servers: safe retries with
@@ -61,6 +63,7 @@ impl fmt::Debug for Client {
         f.debug_struct("Client")
             .field("hedging", &self.shared.engine.hedges())
             .field("rules", &self.shared.rules)
+            .field("fallback", &self.shared.fallback.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -159,11 +162,18 @@ impl Client {
             None => NotRetried::StreamingBody,
         };
         let shared = &*self.shared;
-        let (response, report, deadline) = shared
+        let mut outcome = shared
             .engine
             .run(&shared.rules, request, retry_anyway, why_once)
-            .await?;
-        Ok(Response::new(response, report, deadline))
+            .await;
+        // A success goes straight on: the fallback is not even asked.
+        if let Some(fallback) = &shared.fallback
+            && outcome.is_err()
+        {
+            outcome = fallback.after(outcome).await;
+        }
+        let (response, ending, deadline) = outcome?;
+        Ok(Response::new(response, ending, deadline))
     }
 
     /// The inner `reqwest::Client` (its retries off unless you gave one

@@ -8,10 +8,10 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
-use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 use steadfast::chaos::{Asked, Chaos, ChaosFuture, InjectionRate};
 use steadfast::clock::{AsyncClock, DefaultClock};
+use steadfast_tower::body::OptionBody;
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -236,7 +236,7 @@ where
             });
         };
         let answer = injection.fault.map(|_| {
-            let mut response = Response::new(ChaosBody { inner: None });
+            let mut response = Response::new(OptionBody::empty());
             *response.status_mut() = status.unwrap_or(layer.status);
             if let Some(value) = &layer.retry_after {
                 response
@@ -271,42 +271,11 @@ where
         self.project()
             .inner
             .poll(cx)
-            .map(|r| r.map(|response| response.map(|body| ChaosBody { inner: Some(body) })))
+            .map(|r| r.map(|response| response.map(OptionBody::new)))
     }
 }
 
-pin_project! {
-    /// A response body under a server [`ChaosLayer`]: the service's, or
-    /// none for an injected answer.
-    #[derive(Debug)]
-    pub struct ChaosBody<B> {
-        #[pin]
-        inner: Option<B>,
-    }
-}
-
-impl<B: Body> Body for ChaosBody<B> {
-    type Data = B::Data;
-    type Error = B::Error;
-
-    #[inline]
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<B::Data>, B::Error>>> {
-        match self.project().inner.as_pin_mut() {
-            Some(body) => body.poll_frame(cx),
-            None => Poll::Ready(None),
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.as_ref().is_none_or(Body::is_end_stream)
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner
-            .as_ref()
-            .map_or_else(|| SizeHint::with_exact(0), Body::size_hint)
-    }
-}
+/// A response body under a server [`ChaosLayer`]: the service's, or the
+/// empty body of an injected answer (`steadfast-tower`'s [`OptionBody`],
+/// which the shedding layer's body is built on too).
+pub type ChaosBody<B> = OptionBody<B>;

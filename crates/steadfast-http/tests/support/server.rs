@@ -1,7 +1,9 @@
 //! A real axum server on 127.0.0.1 (an OS-picked port) with per-test fault
 //! injection, counting requests per path, open connections and cancelled
-//! handlers, and recording each request's deadline header; and a raw TCP
-//! server that resets connections mid-response.
+//! handlers, and recording each request's deadline header; a server of one
+//! `GET /` under a layer of the test's (chaos, rate limit), counting the
+//! requests it served and its open connections; and a raw TCP server that
+//! resets connections mid-response.
 
 #![allow(dead_code)] // each test file uses a part
 
@@ -9,7 +11,7 @@ use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime};
@@ -18,7 +20,7 @@ use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use axum::routing::any;
+use axum::routing::{any, get};
 use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
@@ -176,17 +178,7 @@ impl Server {
         let router = Router::new()
             .route("/{kind}/{n}/{arg}", any(handle))
             .with_state(Arc::clone(&seen));
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind 127.0.0.1");
-        let addr = listener.local_addr().expect("local address");
-        let counting = Counting {
-            inner: listener,
-            seen: Arc::clone(&seen),
-        };
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(counting, router).await;
-        });
+        let (addr, task) = serve_counting(router, Arc::clone(&seen)).await;
         Self { addr, seen, task }
     }
 
@@ -196,6 +188,89 @@ impl Server {
 }
 
 impl Drop for Server {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Serves `router` on 127.0.0.1 (an OS-picked port), counting its
+/// connections in `seen`.
+async fn serve_counting(
+    router: Router,
+    seen: Arc<Seen>,
+) -> (SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind 127.0.0.1");
+    let addr = listener.local_addr().expect("local address");
+    let counting = Counting {
+        inner: listener,
+        seen,
+    };
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(counting, router).await;
+    });
+    (addr, task)
+}
+
+/// A running server of one route, `GET /` answering `ok`, under the
+/// layers of the test's choosing.
+pub struct OkServer {
+    /// `http://127.0.0.1:PORT/`.
+    pub url: String,
+    served: Arc<AtomicU32>,
+    seen: Arc<Seen>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl OkServer {
+    /// Serves `GET /` under what `wrap` adds to its router (a
+    /// `.layer(...)`, or nothing), counting the requests that reached the
+    /// handler and the open connections.
+    pub async fn start(wrap: impl FnOnce(Router) -> Router) -> Self {
+        let served = Arc::new(AtomicU32::new(0));
+        let counter = Arc::clone(&served);
+        let router = Router::new().route(
+            "/",
+            get(move || {
+                let counter = Arc::clone(&counter);
+                async move {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    "ok"
+                }
+            }),
+        );
+        let seen = Arc::new(Seen::default());
+        let (addr, task) = serve_counting(wrap(router), Arc::clone(&seen)).await;
+        Self {
+            url: format!("http://{addr}/"),
+            served,
+            seen,
+            task,
+        }
+    }
+
+    /// Requests that reached the handler.
+    pub fn served(&self) -> u32 {
+        self.served.load(Ordering::SeqCst)
+    }
+
+    /// Connections accepted so far.
+    pub fn accepted(&self) -> usize {
+        self.seen.accepted.load(Ordering::SeqCst)
+    }
+
+    /// Whether it accepted connections and every one of them has closed,
+    /// waiting for that as [`eventually`] does (drop the clients first:
+    /// they pool theirs). `false` if it never accepted one: then there is
+    /// nothing to prove.
+    pub async fn all_closed(&self) -> bool {
+        self.accepted() > 0
+            && eventually(|| self.seen.open_connections.load(Ordering::SeqCst) == 0).await
+    }
+}
+
+impl Drop for OkServer {
     fn drop(&mut self) {
         self.task.abort();
     }

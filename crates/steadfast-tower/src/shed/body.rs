@@ -10,6 +10,7 @@ use pin_project_lite::pin_project;
 use steadfast::limit::{Permit, Signal};
 
 use super::Shedding;
+use crate::body::OptionBody;
 
 /// A held slot: its permit, the signal the response's head gave, and the
 /// protocol that reads the trailers.
@@ -27,7 +28,7 @@ pin_project! {
     /// goes back as [`Signal::Ignored`]); or the empty body of a refusal.
     pub struct ShedBody<B, P> {
         #[pin]
-        inner: Option<B>,
+        inner: OptionBody<B>,
         slot: Option<Slot<P>>,
     }
 }
@@ -38,7 +39,7 @@ impl<B: Body, P: Shedding> ShedBody<B, P> {
     pub(super) fn holding(body: B, permit: Permit, signal: Option<Signal>, protocol: P) -> Self {
         let end = body.is_end_stream();
         let mut this = Self {
-            inner: Some(body),
+            inner: OptionBody::new(body),
             slot: Some(Slot {
                 permit,
                 signal,
@@ -56,7 +57,7 @@ impl<B, P> ShedBody<B, P> {
     /// The empty body of a refusal.
     pub(super) fn empty() -> Self {
         Self {
-            inner: None,
+            inner: OptionBody::empty(),
             slot: None,
         }
     }
@@ -86,11 +87,10 @@ impl<B: Body, P: Shedding> Body for ShedBody<B, P> {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
         let mut this = self.project();
-        let Some(inner) = this.inner.as_mut().as_pin_mut() else {
-            return Poll::Ready(None);
-        };
-        let frame = ready!(inner.poll_frame(cx));
+        let frame = ready!(this.inner.as_mut().poll_frame(cx));
         match &frame {
+            // The end (at once for the empty body of a refusal, which holds
+            // no slot).
             None => release(this.slot, None),
             // The body failed: the response is cut short, and says nothing
             // of the server's capacity.
@@ -104,13 +104,7 @@ impl<B: Body, P: Shedding> Body for ShedBody<B, P> {
                 release(this.slot, signal);
             }
             Some(Ok(_)) => {
-                if this
-                    .inner
-                    .as_ref()
-                    .get_ref()
-                    .as_ref()
-                    .is_some_and(Body::is_end_stream)
-                {
+                if this.inner.is_end_stream() {
                     release(this.slot, None);
                 }
             }
@@ -119,20 +113,18 @@ impl<B: Body, P: Shedding> Body for ShedBody<B, P> {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.as_ref().is_none_or(Body::is_end_stream)
+        self.inner.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.inner
-            .as_ref()
-            .map_or_else(|| SizeHint::with_exact(0), Body::size_hint)
+        self.inner.size_hint()
     }
 }
 
 impl<B, P> fmt::Debug for ShedBody<B, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ShedBody")
-            .field("shed", &self.inner.is_none())
+            .field("shed", &self.inner.is_empty())
             .field("holds_slot", &self.slot.is_some())
             .finish_non_exhaustive()
     }
