@@ -47,8 +47,11 @@ impl Response {
 
     /// How the call went: attempts made (with hedging, copies sent), the
     /// time spent waiting between attempts, and a hedged call's copies (the
-    /// core's [`Ending`]; `stop` is `Some` for a response the engine gave up
-    /// on, such as a retried 503 that ran out of attempts).
+    /// core's [`Ending`]). `stop` is `None` for a success; it is `Some` only
+    /// for a fallback's answer (a response the engine gave up on, such as a
+    /// retried 503 that ran out of attempts, is an [`Error`](crate::Error)
+    /// unless the client's fallback answers it), which also says
+    /// [`fell_back`](Ending::fell_back).
     #[must_use]
     pub fn ending(&self) -> Ending {
         self.ending
