@@ -10,7 +10,8 @@
 //! ```
 #![allow(missing_docs)]
 
-use std::hint::black_box;
+mod support;
+
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -18,7 +19,7 @@ use steadfast::chaos::Chaos;
 use steadfast::fallback;
 use steadfast::{Backoff, RetryPolicy};
 use steadfast_tower::{ChaosLayer, FallbackLayer, RetryLayer};
-use tower::{Service, ServiceBuilder, ServiceExt, service_fn};
+use tower::{Service, ServiceBuilder, service_fn};
 
 type Error = std::io::Error;
 
@@ -29,10 +30,7 @@ fn echo()
 }
 
 fn layers(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = support::runtime();
     let mut g = c.benchmark_group("chaos/layer call, tokio");
     g.bench_function("ChaosLayer, switched off", |b| {
         let chaos: Chaos<u64, Error> = Chaos::builder()
@@ -43,21 +41,11 @@ fn layers(c: &mut Criterion) {
         let mut svc = ServiceBuilder::new()
             .layer(ChaosLayer::new(chaos))
             .service(echo());
-        b.iter(|| {
-            rt.block_on(async {
-                let ready = svc.ready().await.expect("ready");
-                black_box(ready.call(1).await.expect("answered"))
-            })
-        });
+        b.iter(|| support::call(&rt, &mut svc));
     });
     g.bench_function("no layer (the floor)", |b| {
         let mut svc = echo();
-        b.iter(|| {
-            rt.block_on(async {
-                let ready = svc.ready().await.expect("ready");
-                black_box(ready.call(1).await.expect("answered"))
-            })
-        });
+        b.iter(|| support::call(&rt, &mut svc));
     });
     g.finish();
 
@@ -75,23 +63,13 @@ fn layers(c: &mut Criterion) {
             .layer(FallbackLayer::new(fallback::value(0_u64)))
             .layer(RetryLayer::new(policy.clone()))
             .service(echo());
-        b.iter(|| {
-            rt.block_on(async {
-                let ready = svc.ready().await.expect("ready");
-                black_box(ready.call(1).await.expect("answered"))
-            })
-        });
+        b.iter(|| support::call(&rt, &mut svc));
     });
     g.bench_function("RetryLayer alone", |b| {
         let mut svc = ServiceBuilder::new()
             .layer(RetryLayer::new(policy.clone()))
             .service(echo());
-        b.iter(|| {
-            rt.block_on(async {
-                let ready = svc.ready().await.expect("ready");
-                black_box(ready.call(1).await.expect("answered"))
-            })
-        });
+        b.iter(|| support::call(&rt, &mut svc));
     });
     g.finish();
 }

@@ -9,21 +9,19 @@
 //! ```
 #![allow(missing_docs)]
 
-use std::hint::black_box;
+mod support;
+
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use steadfast::rate::{Quota, RateLimit};
 use steadfast_tower::RateLimitLayer;
-use tower::{Service, ServiceBuilder, ServiceExt, service_fn};
+use tower::{ServiceBuilder, service_fn};
 
 const HUGE: u32 = 1_000_000_000;
 
 fn layers(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = support::runtime();
     let echo = || service_fn(|n: u64| std::future::ready(Ok::<_, std::convert::Infallible>(n)));
     let mut g = c.benchmark_group("rate/layer call, tokio");
     g.bench_function("steadfast RateLimitLayer", |b| {
@@ -31,12 +29,7 @@ fn layers(c: &mut Criterion) {
         let mut svc = ServiceBuilder::new()
             .layer(RateLimitLayer::new(limit))
             .service(echo());
-        b.iter(|| {
-            rt.block_on(async {
-                let ready = svc.ready().await.expect("ready");
-                black_box(ready.call(1).await.expect("admitted"))
-            })
-        });
+        b.iter(|| support::call(&rt, &mut svc));
     });
     g.bench_function("tower RateLimit", |b| {
         // tower's limit makes its sleep when it is built: inside the runtime.
@@ -44,21 +37,11 @@ fn layers(c: &mut Criterion) {
         let mut svc = ServiceBuilder::new()
             .rate_limit(u64::from(HUGE), Duration::from_secs(1))
             .service(echo());
-        b.iter(|| {
-            rt.block_on(async {
-                let ready = svc.ready().await.expect("ready");
-                black_box(ready.call(1).await.expect("admitted"))
-            })
-        });
+        b.iter(|| support::call(&rt, &mut svc));
     });
     g.bench_function("no layer (the floor)", |b| {
         let mut svc = echo();
-        b.iter(|| {
-            rt.block_on(async {
-                let ready = svc.ready().await.expect("ready");
-                black_box(ready.call(1).await.expect("answered"))
-            })
-        });
+        b.iter(|| support::call(&rt, &mut svc));
     });
     g.finish();
 }
