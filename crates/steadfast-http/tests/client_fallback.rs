@@ -34,12 +34,14 @@ fn cached() -> steadfast_http::fallback::StaticResponse {
     )
 }
 
-/// A port with no listener: bound, read, let go.
-fn refused_url() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    drop(listener);
-    format!("http://127.0.0.1:{port}/")
+/// A URL whose port refuses connections: a socket bound to it but not
+/// listening, kept (with the socket returned) so that no other test can
+/// take the port meanwhile.
+fn refused_url() -> (String, tokio::net::TcpSocket) {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = socket.local_addr().unwrap().port();
+    (format!("http://127.0.0.1:{port}/"), socket)
 }
 
 /// A fallback answering `body`, counting its calls.
@@ -145,7 +147,7 @@ async fn a_backup_request_goes_to_a_second_server() {
 #[tokio::test]
 async fn a_backup_that_fails_too_returns_its_own_error() {
     let primary = Server::start().await;
-    let down = refused_url();
+    let (down, _reserved) = refused_url();
     let mirror_client = builder(1).build().unwrap();
     let client = builder(2)
         .fallback(backup(move |_: Failure| {
@@ -193,7 +195,8 @@ async fn a_fallback_that_declines_hands_the_original_through() {
         "failure"
     );
     // No response: the same transport error.
-    let err = client.get(refused_url()).send().await.unwrap_err();
+    let (url, _reserved) = refused_url();
+    let err = client.get(url).send().await.unwrap_err();
     assert_eq!(asked.load(Ordering::SeqCst), 2);
     assert_eq!((err.reason(), err.attempts()), (StopReason::Exhausted, 3));
     assert!(
@@ -221,7 +224,8 @@ async fn a_refused_connection_falls_back_with_the_transport_error() {
         }))
         .build()
         .unwrap();
-    let response = client.get(refused_url()).send().await.unwrap();
+    let (url, _reserved) = refused_url();
+    let response = client.get(url).send().await.unwrap();
     assert_eq!(
         *seen.lock().unwrap(),
         Some((StopReason::Exhausted, 2, true, true))

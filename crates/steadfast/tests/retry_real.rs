@@ -23,15 +23,42 @@ fn quick_policy(attempts: u32) -> RetryPolicy {
         .expect("valid")
 }
 
-/// A port on 127.0.0.1 that the OS just handed out and nobody listens on.
-fn free_port() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.local_addr().expect("addr")
+/// A port on 127.0.0.1 that nobody listens on and nobody else can take:
+/// a socket bound to it but not listening (a connect to it is refused),
+/// which `listen` later turns into the listener that appears. Binding and
+/// dropping a listener instead would leave the port free for another test
+/// to take in between.
+struct Reserved {
+    socket: socket2::Socket,
+    addr: SocketAddr,
+}
+
+impl Reserved {
+    fn new() -> Self {
+        let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+            .expect("socket");
+        let any: SocketAddr = "127.0.0.1:0".parse().expect("address");
+        socket.bind(&any.into()).expect("bind");
+        let addr = socket
+            .local_addr()
+            .expect("addr")
+            .as_socket()
+            .expect("an IP address");
+        Self { socket, addr }
+    }
+
+    /// The server comes up: the reserved port starts listening.
+    fn listen(self) -> TcpListener {
+        self.socket.listen(16).expect("listen");
+        self.socket.into()
+    }
 }
 
 #[tokio::test]
 async fn async_connect_succeeds_once_the_listener_appears() {
-    let addr = free_port();
+    let reserved = Reserved::new();
+    let addr = reserved.addr;
+    let mut port = Some(reserved);
     let listener: Arc<Mutex<Option<TcpListener>>> = Arc::default();
     let l = listener.clone();
     let stream = (|_: Attempt| tokio::net::TcpStream::connect(addr))
@@ -44,7 +71,7 @@ async fn async_connect_succeeds_once_the_listener_appears() {
             );
             // The server comes up after the third refused connect.
             if attempt == 3 {
-                *l.lock().unwrap() = Some(TcpListener::bind(addr).expect("rebind"));
+                *l.lock().unwrap() = port.take().map(Reserved::listen);
             }
         })
         .name("connect")
@@ -57,7 +84,8 @@ async fn async_connect_succeeds_once_the_listener_appears() {
 
 #[tokio::test]
 async fn async_connect_gives_up_with_the_last_io_error() {
-    let addr = free_port();
+    let reserved = Reserved::new();
+    let addr = reserved.addr;
     let err = (|_: Attempt| tokio::net::TcpStream::connect(addr))
         .retry(quick_policy(3))
         .name("connect")
@@ -77,11 +105,13 @@ async fn async_connect_gives_up_with_the_last_io_error() {
 
 #[test]
 fn blocking_connect_succeeds_once_the_listener_appears() {
-    let addr = free_port();
+    let reserved = Reserved::new();
+    let addr = reserved.addr;
+    let mut port = Some(reserved);
     let mut listener = None;
     let stream = (|a: Attempt| {
         if a.number == 3 {
-            listener = Some(TcpListener::bind(addr).expect("rebind"));
+            listener = port.take().map(Reserved::listen);
         }
         std::net::TcpStream::connect(addr)
     })

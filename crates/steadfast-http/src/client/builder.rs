@@ -408,8 +408,10 @@ impl ClientBuilder {
     ///     .attempts(1)
     ///     .fallback(static_response(http::Response::new("the cached page")))
     ///     .build()?;
-    /// // A port nothing listens on: the connection is refused.
-    /// let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    /// // A port bound but not listening: the connection is refused.
+    /// let closed = tokio::net::TcpSocket::new_v4()?;
+    /// closed.bind("127.0.0.1:0".parse()?)?;
+    /// let port = closed.local_addr()?.port();
     /// let response = client.get(format!("http://127.0.0.1:{port}/")).send().await?;
     /// assert!(response.ending().fell_back);
     /// assert_eq!(response.text().await?, "the cached page");
