@@ -84,11 +84,13 @@
 #![warn(missing_docs)]
 
 mod channel;
+mod chaos;
 mod classify;
 mod code;
 pub mod config;
 mod connect;
 mod error;
+mod fallback;
 #[doc(hidden)]
 pub mod fuzzing;
 mod layer;
@@ -98,10 +100,12 @@ pub mod server;
 mod throttle;
 
 pub use channel::{ChannelFuture, ConfigSource, GrpcChannel, channel};
+pub use chaos::{ChaosStatus, StatusResponse, chaos_status};
 pub use classify::{CodeSet, GrpcClassify, PUSHBACK_HEADER, head_status, is_overload, pushback};
 pub use code::{Code, UnknownCode};
 pub use connect::{BackoffConnector, ConnectError, ConnectFuture};
 pub use error::Error;
+pub use fallback::{FallbackAnswer, FallbackBody, GrpcFailure};
 pub use layer::{BoxError, GrpcFuture, GrpcLayer, GrpcLayerBuilder, GrpcService};
 pub use replay::{DEFAULT_GRPC_REPLAY_LIMIT, GrpcReplay, PREVIOUS_ATTEMPTS_HEADER};
 pub use throttle::{bucket_for, target_key};

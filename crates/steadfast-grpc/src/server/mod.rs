@@ -49,13 +49,19 @@
 //! # Ok(()) }
 //! ```
 
+mod chaos;
 mod layer;
 mod rate;
 mod refusal;
 
+pub use chaos::{
+    ABORT_GRPC_HEADER, ABORT_HTTP_HEADER, ABORT_PERCENT_HEADER, ChaosLayer, ChaosResponse,
+    ChaosService, DEFAULT_MAX_ASKED_DELAY, DELAY_HEADER, DELAY_PERCENT_HEADER, asked_abort,
+};
 pub use layer::ShedLayer;
 pub use rate::{GrpcRateRefusal, RateLimitLayer};
 pub use refusal::GrpcShedding;
+pub(crate) use refusal::percent_encode;
 
 use http::HeaderMap;
 use steadfast::clock::DefaultClock;
