@@ -58,9 +58,9 @@ pub struct ChaosStatus {
 /// ```
 /// use std::time::Duration;
 /// use steadfast::chaos::Chaos;
-/// use steadfast_grpc::{Code, chaos_status};
+/// use steadfast_grpc::{ChaosStatus, Code, chaos_status};
 ///
-/// let chaos = Chaos::builder()
+/// let chaos: Chaos<ChaosStatus> = Chaos::builder()
 ///     .outcome(0.1, || chaos_status(Code::Unavailable, None))
 ///     .build()?;
 /// # let _ = chaos;
@@ -117,7 +117,7 @@ impl ChaosStatus {
 
 /// `grpc-retry-pushback-ms` for `wait`: whole milliseconds, rounded up.
 pub(crate) fn pushback_value(wait: Duration) -> HeaderValue {
-    let ms = wait.as_millis() + u128::from(wait.subsec_nanos() % 1_000_000 != 0);
+    let ms = wait.as_millis() + u128::from(!wait.subsec_nanos().is_multiple_of(1_000_000));
     HeaderValue::from(u64::try_from(ms).unwrap_or(u64::MAX))
 }
 
