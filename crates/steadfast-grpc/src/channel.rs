@@ -15,10 +15,10 @@ use tonic::body::Body;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::Error;
 use crate::config::{ServiceConfig, ServiceConfigError};
 use crate::layer::{BoxError, GrpcFuture, GrpcLayer, GrpcService};
 use crate::throttle::target_key;
+use crate::{Error, FallbackBody, StatusResponse};
 
 /// A service config in any of the forms [`channel`] takes: JSON text
 /// (`&str`, `String`), JSON bytes (`&[u8]`, `Vec<u8>`), a
@@ -213,7 +213,7 @@ impl<S, C, ResBody> Service<Request<Body>> for GrpcChannel<S, C>
 where
     S: Service<Request<Body>, Response = Response<ResBody>> + Clone,
     S::Error: StdError + Send + Sync + 'static,
-    ResBody: Default,
+    ResBody: Default + From<FallbackBody>,
     C: AsyncClock,
 {
     type Response = Response<ResBody>;
@@ -237,6 +237,8 @@ pin_project! {
     pub struct ChannelFuture<S, C>
     where
         S: Service<Request<Body>>,
+        S: Clone,
+        S::Response: StatusResponse,
         C: AsyncClock,
     {
         #[pin]
@@ -246,7 +248,8 @@ pin_project! {
 
 impl<S, C> fmt::Debug for ChannelFuture<S, C>
 where
-    S: Service<Request<Body>>,
+    S: Service<Request<Body>> + Clone,
+    S::Response: StatusResponse,
     C: AsyncClock,
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -258,7 +261,7 @@ impl<S, C, ResBody> Future for ChannelFuture<S, C>
 where
     S: Service<Request<Body>, Response = Response<ResBody>> + Clone,
     S::Error: StdError + Send + Sync + 'static,
-    ResBody: Default,
+    ResBody: Default + From<FallbackBody>,
     C: AsyncClock,
 {
     type Output = Result<Response<ResBody>, BoxError>;

@@ -14,6 +14,7 @@ use http::{Request, Response};
 use http_body::Body;
 use pin_project_lite::pin_project;
 use steadfast::call::Reported;
+use steadfast::chaos::Chaos;
 use steadfast::clock::{AsyncClock, DefaultClock};
 use steadfast::deadline::{CancelCause, DeadlineHeader};
 use steadfast::limit::ConcurrencyLimit;
@@ -29,7 +30,9 @@ use steadfast_tower::{HedgeLayer, RetryLayer, hedge, retry};
 use tower_layer::Layer;
 use tower_service::Service;
 
+use crate::chaos::{AttemptFuture, ChaosAttempt, ChaosStatus, StatusResponse};
 use crate::config::{MethodPolicy, ServiceConfig};
+use crate::fallback::{FallbackAnswer, FallbackBody, FallbackFn, GrpcFailure, finish};
 use crate::metrics::{self, Extra};
 use crate::throttle::bucket_for;
 use crate::{Code, GrpcClassify, GrpcReplay};
@@ -59,6 +62,10 @@ struct Routes<C> {
     /// holds their attempt.
     unnamed: Option<Route<C>>,
     concurrency: Option<ConcurrencyLimit>,
+    /// Injected into every attempt ([`GrpcLayerBuilder::chaos`]).
+    chaos: Option<Chaos<ChaosStatus>>,
+    /// Asked once a call has failed ([`GrpcLayerBuilder::fallback`]).
+    fallback: Option<Arc<FallbackFn>>,
     clock: C,
     // The server name, as the metrics' `grpc.target`.
     target: Arc<str>,
@@ -161,6 +168,8 @@ impl GrpcLayer {
             clock: DefaultClock::default(),
             concurrency: None,
             rate: None,
+            chaos: None,
+            fallback: None,
         }
     }
 }
@@ -191,6 +200,8 @@ pub struct GrpcLayerBuilder<C = DefaultClock> {
     clock: C,
     concurrency: Option<ConcurrencyLimit>,
     rate: Option<RateLimit>,
+    chaos: Option<Chaos<ChaosStatus>>,
+    fallback: Option<Arc<FallbackFn>>,
 }
 
 impl<C> fmt::Debug for GrpcLayerBuilder<C> {
@@ -200,6 +211,8 @@ impl<C> fmt::Debug for GrpcLayerBuilder<C> {
             .field("target", &self.target)
             .field("concurrency_limit", &self.concurrency)
             .field("rate_limit", &self.rate)
+            .field("chaos", &self.chaos)
+            .field("fallback", &self.fallback.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -224,6 +237,8 @@ impl<C> GrpcLayerBuilder<C> {
             clock,
             concurrency: self.concurrency,
             rate: self.rate,
+            chaos: self.chaos,
+            fallback: self.fallback,
         }
     }
 
@@ -291,6 +306,90 @@ impl<C> GrpcLayerBuilder<C> {
         self.rate = Some(limit);
         self
     }
+
+    /// Injects `chaos`'s faults into every attempt of every call, for tests
+    /// (gRFC A33's client-side fault injection): a latency before the
+    /// attempt is made, slept on the layer's clock (nothing is sent during
+    /// it, and the attempt's `grpc-timeout` is the time left after it), and
+    /// a substituted status ([`chaos_status`](crate::chaos_status)) instead
+    /// of sending it, which the layer then classifies like the server's: an
+    /// injected `UNAVAILABLE` that the method's retry policy lists is
+    /// retried (after its pushback, if it has one), as a hedging policy's
+    /// non-fatal codes send the next copy. The delay and the abort each
+    /// have their own rate and their own draw, as A33 says. Methods with
+    /// no retry or hedging policy get the faults on their one attempt.
+    ///
+    /// A chaos is off unless turned on ([`Chaos::switch`]). The channel's
+    /// errors cannot be made, so an error fault is refused when the layer
+    /// is built: substitute a status.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::chaos::Chaos;
+    /// use steadfast_grpc::config::ServiceConfig;
+    /// use steadfast_grpc::{Code, GrpcLayer, chaos_status};
+    ///
+    /// let config = ServiceConfig::from_json("{}")?;
+    /// let chaos = Chaos::builder()
+    ///     .enabled(cfg!(test)) // off unless asked
+    ///     .latency(0.1, Duration::from_millis(50))
+    ///     .outcome(0.2, || chaos_status(Code::Unavailable, Some(Duration::from_millis(100))))
+    ///     .build()?;
+    /// let layer = GrpcLayer::builder(config, "inventory:443").chaos(chaos.clone()).build()?;
+    /// # let _ = layer;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn chaos(mut self, chaos: Chaos<ChaosStatus>) -> Self {
+        self.chaos = Some(chaos);
+        self
+    }
+
+    /// Answers a call that failed with `fallback`'s answer: the outermost
+    /// step, after the retries or hedges and after the layer's own answer
+    /// (`DEADLINE_EXCEEDED` for a call out of time, `RESOURCE_EXHAUSTED`
+    /// for one a limit refused). It is asked when the call stopped for any
+    /// reason but a cancellation ([`steadfast::fallback::fires`]) with a
+    /// failure: a Trailers-Only status other than `OK`, or an error (of the
+    /// transport, counted as `UNAVAILABLE`); never for a success, nor for a
+    /// committed response (a head without `grpc-status`), which streams.
+    /// It sees a [`GrpcFailure`] (the method, the code, the response's
+    /// metadata or the error, the stop reason and attempts) and answers a
+    /// [`FallbackAnswer`] (a status, or a unary reply message that the
+    /// generated client decodes as the server's) or `None` to hand the
+    /// failure on. Each time it is asked, the core's fallback event and
+    /// `steadfast.fallback` counter record it
+    /// ([`record_fired`](steadfast::fallback::record_fired), as `grpc`).
+    ///
+    /// Every call of a layer with a fallback runs under the retry
+    /// executor (one attempt for a method without a policy), so that its
+    /// fallback knows how it ended. The fallback answers at once; it runs
+    /// on the call's task, so keep it short (a cached value).
+    ///
+    /// ```
+    /// use steadfast_grpc::config::ServiceConfig;
+    /// use steadfast_grpc::{Code, FallbackAnswer, GrpcLayer};
+    ///
+    /// let config = ServiceConfig::from_json("{}")?;
+    /// let layer = GrpcLayer::builder(config, "prices:443")
+    ///     .fallback(|failure| match failure.method() {
+    ///         // A cached reply (its prost encoding) for the read method.
+    ///         "/shop.Prices/Get" => Some(FallbackAnswer::message(vec![0x08, 0x2a])),
+    ///         _ if failure.code() == Code::Unavailable => {
+    ///             Some(FallbackAnswer::status(Code::Unavailable, "prices are down; try later"))
+    ///         }
+    ///         _ => None,
+    ///     })
+    ///     .build()?;
+    /// # let _ = layer;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn fallback<F>(mut self, fallback: F) -> Self
+    where
+        F: Fn(&GrpcFailure<'_>) -> Option<FallbackAnswer> + Send + Sync + 'static,
+    {
+        self.fallback = Some(Arc::new(fallback));
+        self
+    }
 }
 
 impl<C: AsyncClock> GrpcLayerBuilder<C> {
@@ -306,7 +405,21 @@ impl<C: AsyncClock> GrpcLayerBuilder<C> {
             clock,
             concurrency,
             rate,
+            chaos,
+            fallback,
         } = self;
+        if chaos.as_ref().is_some_and(|c| !c.error_rate().is_never()) {
+            return Err(ConfigError::new(
+                "grpc layer",
+                "chaos",
+                "cannot inject errors (the channel's cannot be made): substitute a status with chaos_status",
+                "an error fault",
+            ));
+        }
+        // Every call runs under the executor (one attempt for a method
+        // without a policy) when a limit must hold its attempt or a
+        // fallback must see how it ended.
+        let executed = concurrency.is_some() || rate.is_some() || fallback.is_some();
         let bucket = config
             .retry_throttling()
             .map(|t| bucket_for(&target, *t))
@@ -348,14 +461,12 @@ impl<C: AsyncClock> GrpcLayerBuilder<C> {
                         .clock(clock.clone()),
                     timeout,
                 ),
-                None if concurrency.is_some() || rate.is_some() => {
-                    Route::Retry(once(limits(Limits::default()), &clock)?, timeout)
-                }
+                None if executed => Route::Retry(once(limits(Limits::default()), &clock)?, timeout),
                 None => Route::Plain { timeout },
             });
         }
         // Calls no method config names take their slot (and their turn) too.
-        let unnamed = if concurrency.is_some() || rate.is_some() {
+        let unnamed = if executed {
             let mut limits = Limits::default();
             if let Some(l) = &concurrency {
                 limits = limits.with_concurrency_limit(l.clone());
@@ -374,6 +485,8 @@ impl<C: AsyncClock> GrpcLayerBuilder<C> {
                 routes,
                 unnamed,
                 concurrency,
+                chaos,
+                fallback,
                 clock,
                 target,
             }),
@@ -402,7 +515,11 @@ impl<S, C: Clone> Layer<S> for GrpcLayer<C> {
 
     fn layer(&self, inner: S) -> Self::Service {
         GrpcService {
-            inner: self.header.layer(inner),
+            inner: ChaosAttempt::new(
+                self.header.layer(inner),
+                self.routes.chaos.clone(),
+                self.routes.clock.clone(),
+            ),
             routes: Arc::clone(&self.routes),
         }
     }
@@ -410,7 +527,7 @@ impl<S, C: Clone> Layer<S> for GrpcLayer<C> {
 
 /// The service a [`GrpcLayer`] makes.
 pub struct GrpcService<S, C = DefaultClock> {
-    inner: SetDeadlineHeader<S, C>,
+    inner: Inner<S, C>,
     routes: Arc<Routes<C>>,
 }
 
@@ -439,7 +556,9 @@ impl<S, C> GrpcService<S, C> {
     }
 }
 
-type Inner<S, C> = SetDeadlineHeader<S, C>;
+/// The service each attempt is made on: the layer's chaos (if any) over
+/// the `grpc-timeout` of the attempt's time left over the channel.
+type Inner<S, C> = ChaosAttempt<SetDeadlineHeader<S, C>, C>;
 type Outgoing<B> = Request<ReplayBody<B>>;
 
 impl<S, C, B, ResBody> Service<Request<B>> for GrpcService<S, C>
@@ -447,7 +566,7 @@ where
     S: Service<Outgoing<B>, Response = Response<ResBody>> + Clone,
     S::Error: Error + Send + Sync + 'static,
     B: Body<Data = Bytes> + Unpin,
-    ResBody: Default,
+    ResBody: Default + From<FallbackBody>,
     C: AsyncClock,
 {
     type Response = Response<ResBody>;
@@ -515,6 +634,7 @@ where
                 method,
                 target: Arc::clone(&self.routes.target),
             }),
+            fallback: self.routes.fallback.clone(),
         }
     }
 }
@@ -540,7 +660,8 @@ fn plain<S, C, B>(
     span: tracing::Span,
 ) -> GrpcFuture<S, C, B>
 where
-    S: Service<Outgoing<B>>,
+    S: Service<Outgoing<B>> + Clone,
+    S::Response: StatusResponse,
     B: Body<Data = Bytes> + Unpin,
     C: AsyncClock,
 {
@@ -556,6 +677,8 @@ where
         clock,
         span,
         labels: None,
+        // A layer with a fallback runs every call under the executor.
+        fallback: None,
     }
 }
 
@@ -565,6 +688,8 @@ pin_project! {
     pub struct GrpcFuture<S, C, B>
     where
         S: Service<Outgoing<B>>,
+        S: Clone,
+        S::Response: StatusResponse,
         B: Body<Data = Bytes>,
         B: Unpin,
         C: AsyncClock,
@@ -582,6 +707,8 @@ pin_project! {
         span: tracing::Span,
         // Method and target, for the metrics of a retried or hedged call.
         labels: Option<Labels>,
+        // The layer's fallback, asked once a retried or hedged call failed.
+        fallback: Option<Arc<FallbackFn>>,
     }
 }
 
@@ -590,19 +717,22 @@ pin_project! {
     enum Kind<S, C, B>
     where
         S: Service<Outgoing<B>>,
+        S: Clone,
+        S::Response: StatusResponse,
         B: Body<Data = Bytes>,
         B: Unpin,
         C: AsyncClock,
     {
         Retry { #[pin] future: retry::ResponseFuture<Inner<S, C>, Request<B>, Arc<RetryPolicy<Backoff>>, GrpcClassify, GrpcReplay, C, Reported> },
         Hedge { #[pin] future: hedge::ResponseFuture<Inner<S, C>, Request<B>, Arc<HedgePolicy>, GrpcClassify, GrpcReplay, C, Reported> },
-        Plain { #[pin] future: S::Future },
+        Plain { #[pin] future: AttemptFuture<SetDeadlineHeader<S, C>, Outgoing<B>, C::Sleep> },
     }
 }
 
 impl<S, C, B> fmt::Debug for GrpcFuture<S, C, B>
 where
-    S: Service<Outgoing<B>>,
+    S: Service<Outgoing<B>> + Clone,
+    S::Response: StatusResponse,
     B: Body<Data = Bytes> + Unpin,
     C: AsyncClock,
 {
@@ -620,7 +750,7 @@ where
     S: Service<Outgoing<B>, Response = Response<ResBody>> + Clone,
     S::Error: Error + Send + Sync + 'static,
     B: Body<Data = Bytes> + Unpin,
-    ResBody: Default,
+    ResBody: Default + From<FallbackBody>,
     C: AsyncClock,
 {
     type Output = Result<Response<ResBody>, BoxError>;
@@ -632,6 +762,16 @@ where
         let clock = &*this.clock;
         let due = *this.due;
         let labels = this.labels.as_ref();
+        let fallback = this.fallback.as_ref();
+        // The call's answer, then its fallback's if it failed (outermost:
+        // after the retries or hedges, and after the layer's own answer).
+        let method = labels
+            .and_then(|l| l.method.as_ref())
+            .map_or("", |m| m.path());
+        let end = move |report: Report<Response<ResBody>, S::Error>| {
+            let ending = report.ending();
+            finish(answer(report, due, clock.now()), &ending, fallback, method)
+        };
         let poll = move || match kind.project() {
             KindProj::Retry { future } => future.poll(cx).map(|report| {
                 if let Some(labels) = labels {
@@ -640,7 +780,7 @@ where
                         delay: report.waited,
                     });
                 }
-                answer(report, due, clock.now())
+                end(report)
             }),
             KindProj::Hedge { future } => future.poll(cx).map(|report| {
                 if let Some(labels) = labels {
@@ -648,7 +788,7 @@ where
                         hedges: report.hedge.map_or(0, |stats| stats.hedges()),
                     });
                 }
-                answer(report, due, clock.now())
+                end(report)
             }),
             KindProj::Plain { future } => future.poll(cx).map(|out| match out {
                 Ok(response) => Ok(response),

@@ -74,6 +74,21 @@
 //!   its limit has no slot for with a Trailers-Only `RESOURCE_EXHAUSTED`
 //!   (and `grpc-retry-pushback-ms` if set).
 //!
+//! - **Faults on purpose, and a fallback.** [`GrpcLayerBuilder::chaos`]
+//!   injects a [`Chaos`](steadfast::chaos::Chaos)'s faults into every
+//!   attempt under the retries and hedges (gRFC A33): a latency before the
+//!   attempt, on the layer's clock, and a substituted status
+//!   ([`chaos_status`]) classified like the server's. The chaos's type is
+//!   `Chaos<ChaosStatus>`, a status rather than an `http::Response`, so
+//!   the layer holds one whatever its body type; each attempt writes it as
+//!   a Trailers-Only response of the channel's own body type
+//!   ([`StatusResponse`]). [`GrpcLayerBuilder::fallback`] answers a call
+//!   that failed, for any reason but a cancellation, with a status or a
+//!   reply message ([`FallbackAnswer`], written into the channel's body
+//!   type from a [`FallbackBody`]). On the server,
+//!   [`server::ChaosLayer`] injects faults, and those a call asks for with
+//!   Envoy's fault headers, capped by the configured rates.
+//!
 //! - **Deadline exceeded, at once.** A call whose next retry (its backoff or
 //!   the server's pushback) would end past its deadline stops then, without
 //!   sleeping, and is answered `DEADLINE_EXCEEDED`, whatever status its last
@@ -84,11 +99,13 @@
 #![warn(missing_docs)]
 
 mod channel;
+mod chaos;
 mod classify;
 mod code;
 pub mod config;
 mod connect;
 mod error;
+mod fallback;
 #[doc(hidden)]
 pub mod fuzzing;
 mod layer;
@@ -98,10 +115,12 @@ pub mod server;
 mod throttle;
 
 pub use channel::{ChannelFuture, ConfigSource, GrpcChannel, channel};
+pub use chaos::{ChaosStatus, StatusResponse, chaos_status};
 pub use classify::{CodeSet, GrpcClassify, PUSHBACK_HEADER, head_status, is_overload, pushback};
 pub use code::{Code, UnknownCode};
 pub use connect::{BackoffConnector, ConnectError, ConnectFuture};
 pub use error::Error;
+pub use fallback::{FallbackAnswer, FallbackBody, GrpcFailure};
 pub use layer::{BoxError, GrpcFuture, GrpcLayer, GrpcLayerBuilder, GrpcService};
 pub use replay::{DEFAULT_GRPC_REPLAY_LIMIT, GrpcReplay, PREVIOUS_ATTEMPTS_HEADER};
 pub use throttle::{bucket_for, target_key};

@@ -98,6 +98,7 @@ pub mod chaos;
 mod control;
 pub mod deadline;
 pub mod fallback;
+pub mod fault_headers;
 pub mod hedge;
 pub mod layer;
 mod limit;

@@ -1,4 +1,8 @@
-//! Load shedding for gRPC servers: [`ShedLayer`], a tower layer for a
+//! Load shedding and faults on purpose for gRPC servers. [`ChaosLayer`]
+//! delays calls and answers them with a Trailers-Only status as its
+//! [`Chaos`](steadfast::chaos::Chaos) draws, and as a call's Envoy fault
+//! headers ask (`x-envoy-fault-abort-grpc-request`, ...), capped by the
+//! configured rates. [`ShedLayer`] is a tower layer for a
 //! tonic server (`tonic::transport::Server::builder().layer(..)`) or any
 //! gRPC service over `http`, that lets at most as many calls in as a
 //! [`ConcurrencyLimit`](steadfast::limit::ConcurrencyLimit) has slots and
@@ -49,13 +53,19 @@
 //! # Ok(()) }
 //! ```
 
+mod chaos;
 mod layer;
 mod rate;
 mod refusal;
 
+pub use chaos::{
+    ABORT_GRPC_HEADER, ABORT_HTTP_HEADER, ABORT_PERCENT_HEADER, ChaosLayer, ChaosResponse,
+    ChaosService, DEFAULT_MAX_ASKED_DELAY, DELAY_HEADER, DELAY_PERCENT_HEADER, asked_abort,
+};
 pub use layer::ShedLayer;
 pub use rate::{GrpcRateRefusal, RateLimitLayer};
 pub use refusal::GrpcShedding;
+pub(crate) use refusal::percent_encode;
 
 use http::HeaderMap;
 use steadfast::clock::DefaultClock;

@@ -74,7 +74,7 @@ impl Shedding for GrpcShedding {
 
 /// `grpc-message` encoding: the printable ASCII bytes but `%` as they are,
 /// every other byte as `%XX` (the gRPC HTTP/2 protocol's rule).
-pub(super) fn percent_encode(message: &str) -> String {
+pub(crate) fn percent_encode(message: &str) -> String {
     use std::fmt::Write as _;
     let mut out = String::with_capacity(message.len());
     for byte in message.bytes() {
