@@ -38,6 +38,9 @@ use std::time::Duration;
 use http::HeaderMap;
 use steadfast::chaos::{Asked, InjectionRate};
 
+/// The header asking for an abort with this HTTP status (200..=599); a gRPC
+/// server reads it too (Envoy prefers it to the gRPC code's header).
+pub const ABORT_HTTP_HEADER: &str = "x-envoy-fault-abort-request";
 /// The header giving the share of requests to abort, in percent (0..=100).
 pub const ABORT_PERCENT_HEADER: &str = "x-envoy-fault-abort-request-percentage";
 /// The header asking for a delay of this many milliseconds.
@@ -80,6 +83,25 @@ pub fn number(headers: &HeaderMap, name: &str) -> Option<u64> {
 #[must_use]
 pub fn percent(headers: &HeaderMap, name: &str) -> Option<InjectionRate> {
     InjectionRate::percent(u32::try_from(number(headers, name)?).ok()?).ok()
+}
+
+/// The HTTP status an abort header asks for, if it is one (200..=599):
+/// what Envoy accepts in [`ABORT_HTTP_HEADER`].
+///
+/// ```
+/// use steadfast_tower::fault_headers::{ABORT_HTTP_HEADER, abort_status};
+/// let mut headers = http::HeaderMap::new();
+/// headers.insert(ABORT_HTTP_HEADER, "503".parse()?);
+/// assert_eq!(abort_status(&headers), Some(503));
+/// headers.insert(ABORT_HTTP_HEADER, "199".parse()?);
+/// assert_eq!(abort_status(&headers), None);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[must_use]
+pub fn abort_status(headers: &HeaderMap) -> Option<u16> {
+    number(headers, ABORT_HTTP_HEADER)
+        .and_then(|s| u16::try_from(s).ok())
+        .filter(|s| (200..=599).contains(s))
 }
 
 /// The faults `headers` ask for: a delay (its milliseconds capped by

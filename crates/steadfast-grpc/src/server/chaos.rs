@@ -16,6 +16,13 @@ use tower_service::Service;
 use crate::Code;
 use crate::chaos::{pushback_value, trailers_only};
 
+/// The header asking for an abort with an HTTP status (200..=599), which
+/// Envoy prefers to [`ABORT_GRPC_HEADER`] when a request has both: a gRPC
+/// server answers it with the gRPC code a client derives from that HTTP
+/// status (gRPC's HTTP-to-gRPC mapping: 400 `INTERNAL`, 401
+/// `UNAUTHENTICATED`, 403 `PERMISSION_DENIED`, 404 `UNIMPLEMENTED`, 429,
+/// 502, 503 and 504 `UNAVAILABLE`, any other `UNKNOWN`).
+pub use steadfast_tower::fault_headers::ABORT_HTTP_HEADER;
 pub use steadfast_tower::fault_headers::{
     ABORT_PERCENT_HEADER, DEFAULT_MAX_ASKED_DELAY, DELAY_HEADER, DELAY_PERCENT_HEADER,
 };
@@ -24,13 +31,6 @@ pub use steadfast_tower::fault_headers::{
 /// name): a non-negative integer, any `u32` (codes gRPC does not define
 /// included, as Envoy allows).
 pub const ABORT_GRPC_HEADER: &str = "x-envoy-fault-abort-grpc-request";
-/// The header asking for an abort with this HTTP status (200..=599), which
-/// Envoy prefers to [`ABORT_GRPC_HEADER`] when a request has both: a gRPC
-/// server answers it with the gRPC code a client derives from that HTTP
-/// status (gRPC's HTTP-to-gRPC mapping: 400 `INTERNAL`, 401
-/// `UNAUTHENTICATED`, 403 `PERMISSION_DENIED`, 404 `UNIMPLEMENTED`, 429,
-/// 502, 503 and 504 `UNAVAILABLE`, any other `UNKNOWN`).
-pub const ABORT_HTTP_HEADER: &str = "x-envoy-fault-abort-request";
 
 /// The `grpc-message` of an injected abort.
 const MESSAGE: &str = "fault injected by steadfast chaos";
@@ -220,9 +220,7 @@ impl<S, C> fmt::Debug for ChaosService<S, C> {
 /// ```
 #[must_use]
 pub fn asked_abort(headers: &HeaderMap) -> Option<u32> {
-    let http =
-        fault_headers::number(headers, ABORT_HTTP_HEADER).filter(|s| (200..=599).contains(s));
-    match http {
+    match fault_headers::abort_status(headers) {
         Some(status) => Some(u32::from(grpc_code_of_http(status).number())),
         None => fault_headers::number(headers, ABORT_GRPC_HEADER)
             .and_then(|code| u32::try_from(code).ok()),
@@ -231,7 +229,7 @@ pub fn asked_abort(headers: &HeaderMap) -> Option<u32> {
 
 /// The gRPC code a client derives from an HTTP status with no
 /// `grpc-status` (gRPC's "HTTP to gRPC status code mapping").
-fn grpc_code_of_http(status: u64) -> Code {
+fn grpc_code_of_http(status: u16) -> Code {
     match status {
         400 => Code::Internal,
         401 => Code::Unauthenticated,

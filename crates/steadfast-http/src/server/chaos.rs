@@ -9,23 +9,17 @@ use std::time::Duration;
 
 use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
 use pin_project_lite::pin_project;
-use steadfast::chaos::{Asked, Chaos, ChaosFuture, InjectionRate};
+use steadfast::chaos::{Asked, Chaos, ChaosFuture};
 use steadfast::clock::{AsyncClock, DefaultClock};
 use steadfast_tower::body::OptionBody;
+use steadfast_tower::fault_headers;
 use tower_layer::Layer;
 use tower_service::Service;
 
-/// The header asking for an abort with this HTTP status (Envoy's name).
-pub const ABORT_HEADER: &str = "x-envoy-fault-abort-request";
-/// The header giving the share of requests to abort, in percent (0..=100).
-pub const ABORT_PERCENT_HEADER: &str = "x-envoy-fault-abort-request-percentage";
-/// The header asking for a delay of this many milliseconds.
-pub const DELAY_HEADER: &str = "x-envoy-fault-delay-request";
-/// The header giving the share of requests to delay, in percent (0..=100).
-pub const DELAY_PERCENT_HEADER: &str = "x-envoy-fault-delay-request-percentage";
-
-/// The longest delay a request may ask for, unless set otherwise.
-pub const DEFAULT_MAX_ASKED_DELAY: Duration = Duration::from_secs(10);
+pub use steadfast_tower::fault_headers::{
+    ABORT_HTTP_HEADER as ABORT_HEADER, ABORT_PERCENT_HEADER, DEFAULT_MAX_ASKED_DELAY, DELAY_HEADER,
+    DELAY_PERCENT_HEADER,
+};
 
 /// A server-side chaos layer: before a request reaches the service, it
 /// may be delayed (slept on the layer's clock) and answered with an
@@ -178,29 +172,16 @@ impl<S, C> fmt::Debug for ChaosService<S, C> {
     }
 }
 
-/// The faults `headers` ask for, within `max_delay`; garbage is ignored.
+/// The faults `headers` ask for, within `max_delay` (steadfast-tower's
+/// [`fault_headers::asked`], read for every protocol), and the HTTP status
+/// of an asked abort (200..=599); garbage is ignored.
 #[must_use]
 pub fn asked_faults(headers: &HeaderMap, max_delay: Duration) -> (Asked, Option<StatusCode>) {
-    let number =
-        |name: &str| -> Option<u64> { headers.get(name)?.to_str().ok()?.trim().parse().ok() };
-    let percent = |name: &str| -> Option<InjectionRate> {
-        InjectionRate::percent(u32::try_from(number(name)?).ok()?).ok()
-    };
-    let status = number(ABORT_HEADER)
-        .and_then(|s| u16::try_from(s).ok())
-        .filter(|s| (200..=599).contains(s))
-        .and_then(|s| StatusCode::from_u16(s).ok());
-    let mut asked = Asked::nothing();
-    if let Some(ms) = number(DELAY_HEADER) {
-        asked.delay = Some((
-            Duration::from_millis(ms).min(max_delay),
-            percent(DELAY_PERCENT_HEADER),
-        ));
-    }
-    if status.is_some() {
-        asked.abort = Some(percent(ABORT_PERCENT_HEADER));
-    }
-    (asked, status)
+    let status = fault_headers::abort_status(headers).and_then(|s| StatusCode::from_u16(s).ok());
+    (
+        fault_headers::asked(headers, max_delay, status.is_some()),
+        status,
+    )
 }
 
 /// The future of a request under a server [`ChaosLayer`].
