@@ -6,6 +6,7 @@
 use std::convert::Infallible;
 use std::error::Error;
 use std::fmt;
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -20,8 +21,63 @@ use steadfast::fallback::{fires, record_fired};
 use crate::Code;
 use crate::layer::BoxError;
 
-/// A layer's fallback, as the builder stores it.
-pub(crate) type FallbackFn = dyn Fn(&GrpcFailure<'_>) -> Option<FallbackAnswer> + Send + Sync;
+/// A layer's fallback, as the builder stores it: one that answers at once
+/// ([`GrpcLayerBuilder::fallback`](crate::GrpcLayerBuilder::fallback)) or
+/// one whose answer is a future, a backup service's reply
+/// ([`GrpcLayerBuilder::fallback_async`](crate::GrpcLayerBuilder::fallback_async)).
+pub(crate) type FallbackFn = dyn Fn(&GrpcFailure<'_>) -> Answering + Send + Sync;
+
+/// The answer of an async fallback, boxed: made only when it is asked.
+pub(crate) type LaterAnswer = Pin<Box<dyn Future<Output = Option<FallbackAnswer>> + Send>>;
+
+/// What a fallback answers: at once, or later.
+pub(crate) enum Answering {
+    /// An answer (or `None`: hand the failure on), now.
+    Now(Option<FallbackAnswer>),
+    /// A future of one.
+    Later(LaterAnswer),
+}
+
+/// A fallback that answers at once, as stored.
+pub(crate) fn answering_now<F>(f: F) -> Arc<FallbackFn>
+where
+    F: Fn(&GrpcFailure<'_>) -> Option<FallbackAnswer> + Send + Sync + 'static,
+{
+    Arc::new(move |failure: &GrpcFailure<'_>| Answering::Now(f(failure)))
+}
+
+/// A fallback whose answer is a future, as stored.
+pub(crate) fn answering_later<F, Fut>(f: F) -> Arc<FallbackFn>
+where
+    F: Fn(&GrpcFailure<'_>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Option<FallbackAnswer>> + Send + 'static,
+{
+    Arc::new(move |failure: &GrpcFailure<'_>| Answering::Later(Box::pin(f(failure))))
+}
+
+/// Where a call with a fallback is once its own answer is in.
+pub(crate) enum Finished<T> {
+    /// Its result (the call's, or the fallback's answer).
+    Done(Result<Response<T>, BoxError>),
+    /// Its fallback is answering; `out` is the call's result, returned if
+    /// the fallback declines.
+    Answering {
+        out: Result<Response<T>, BoxError>,
+        answer: LaterAnswer,
+    },
+}
+
+/// The result of a call whose async fallback answered `answer` (`None`:
+/// declined, so `out`, the call's own).
+pub(crate) fn answered<T: Default + From<FallbackBody>>(
+    out: Result<Response<T>, BoxError>,
+    answer: Option<FallbackAnswer>,
+) -> Result<Response<T>, BoxError> {
+    match answer {
+        Some(answer) => Ok(answer.into_response()),
+        None => out,
+    }
+}
 
 /// The name a gRPC call's fallback is recorded under (the
 /// `steadfast.fallback` counter's `call`, the event's `call`); the event
@@ -265,19 +321,19 @@ pub(crate) fn finish<T: Default + From<FallbackBody>>(
     ending: &Ending,
     fallback: Option<&Arc<FallbackFn>>,
     method: &str,
-) -> Result<Response<T>, BoxError> {
+) -> Finished<T> {
     let Some(fallback) = fallback else {
-        return out;
+        return Finished::Done(out);
     };
     if !fires(ending.stop) {
-        return out;
+        return Finished::Done(out);
     }
     let answer = {
         let failure = match &out {
             Ok(response) => {
                 let headers = response.headers();
                 let code = match crate::head_status(headers) {
-                    Some(Code::Ok) | None => return out,
+                    Some(Code::Ok) | None => return Finished::Done(out),
                     Some(code) => code,
                 };
                 GrpcFailure {
@@ -302,8 +358,8 @@ pub(crate) fn finish<T: Default + From<FallbackBody>>(
         fallback(&failure)
     };
     match answer {
-        Some(answer) => Ok(answer.into_response()),
-        None => out,
+        Answering::Now(answer) => Finished::Done(answered(out, answer)),
+        Answering::Later(answer) => Finished::Answering { out, answer },
     }
 }
 
@@ -333,7 +389,7 @@ mod tests {
     /// A fallback answering a cached status, counting its calls.
     fn counting(calls: &Arc<AtomicU32>) -> Arc<FallbackFn> {
         let calls = calls.clone();
-        Arc::new(move |f: &GrpcFailure<'_>| {
+        answering_now(move |f: &GrpcFailure<'_>| {
             calls.fetch_add(1, Ordering::SeqCst);
             assert_eq!(f.method(), "/steadfast.test.Echo/Say");
             Some(FallbackAnswer::status(Code::Ok, ""))
@@ -348,19 +404,78 @@ mod tests {
 
     const SAY: &str = "/steadfast.test.Echo/Say";
 
+    /// The result of a call whose fallback (if any) answered at once.
+    fn now<T>(finished: Finished<T>) -> Result<Response<T>, BoxError> {
+        match finished {
+            Finished::Done(out) => out,
+            Finished::Answering { .. } => panic!("an async answer from a sync fallback"),
+        }
+    }
+
+    #[tokio::test]
+    async fn an_async_fallback_answers_later_or_declines() {
+        let backup = answering_later(|f: &GrpcFailure<'_>| {
+            let unavailable = f.code() == Code::Unavailable;
+            async move { unavailable.then(|| FallbackAnswer::status(Code::NotFound, "from the backup")) }
+        });
+        let exhausted = ending(Some(StopReason::Exhausted), 3);
+        let Finished::Answering { out, answer } =
+            finish(failed(Code::Unavailable), &exhausted, Some(&backup), SAY)
+        else {
+            panic!("answered at once");
+        };
+        let result = answered(out, answer.await);
+        assert_eq!(code(&result), Some(Code::NotFound));
+        // Declined: the call's own result.
+        let permanent = ending(Some(StopReason::Permanent), 1);
+        let Finished::Answering { out, answer } = finish(
+            failed(Code::InvalidArgument),
+            &permanent,
+            Some(&backup),
+            SAY,
+        ) else {
+            panic!("answered at once");
+        };
+        assert_eq!(
+            code(&answered(out, answer.await)),
+            Some(Code::InvalidArgument)
+        );
+        // Never asked for a cancellation or a success.
+        let cancelled = ending(Some(StopReason::Cancelled), 1);
+        let out = now(finish(
+            failed(Code::Unavailable),
+            &cancelled,
+            Some(&backup),
+            SAY,
+        ));
+        assert_eq!(code(&out), Some(Code::Unavailable));
+        let out = now(finish(
+            failed(Code::Ok),
+            &ending(None, 1),
+            Some(&backup),
+            SAY,
+        ));
+        assert_eq!(code(&out), Some(Code::Ok));
+    }
+
     #[test]
     fn a_cancelled_call_never_falls_back() {
         let calls = Arc::new(AtomicU32::new(0));
         let fallback = counting(&calls);
         let cancelled = ending(Some(StopReason::Cancelled), 2);
-        let out = finish(failed(Code::Cancelled), &cancelled, Some(&fallback), SAY);
+        let out = now(finish(
+            failed(Code::Cancelled),
+            &cancelled,
+            Some(&fallback),
+            SAY,
+        ));
         assert_eq!(code(&out), Some(Code::Cancelled));
-        let out = finish(
+        let out = now(finish(
             Err::<Response<tonic::body::Body>, BoxError>("dropped".into()),
             &cancelled,
             Some(&fallback),
             SAY,
-        );
+        ));
         assert!(out.is_err());
         assert_eq!(calls.load(Ordering::SeqCst), 0);
     }
@@ -370,15 +485,20 @@ mod tests {
         let calls = Arc::new(AtomicU32::new(0));
         let fallback = counting(&calls);
         // A success (no stop), a Trailers-Only OK, a committed head.
-        let out = finish(failed(Code::Ok), &ending(None, 1), Some(&fallback), SAY);
+        let out = now(finish(
+            failed(Code::Ok),
+            &ending(None, 1),
+            Some(&fallback),
+            SAY,
+        ));
         assert_eq!(code(&out), Some(Code::Ok));
         let committed = Ok(Response::new(tonic::body::Body::empty()));
-        let out = finish(
+        let out = now(finish(
             committed,
             &ending(Some(StopReason::Exhausted), 3),
             Some(&fallback),
             SAY,
-        );
+        ));
         assert!(out.is_ok_and(|r| crate::head_status(r.headers()).is_none()));
         assert_eq!(calls.load(Ordering::SeqCst), 0);
     }
@@ -388,7 +508,7 @@ mod tests {
         let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
         let fallback: Arc<FallbackFn> = {
             let seen = seen.clone();
-            Arc::new(move |f: &GrpcFailure<'_>| {
+            answering_now(move |f: &GrpcFailure<'_>| {
                 seen.lock().expect("lock").push((
                     f.code(),
                     f.reason(),
@@ -401,30 +521,40 @@ mod tests {
             })
         };
         let exhausted = ending(Some(StopReason::Exhausted), 4);
-        let out = finish(failed(Code::Unavailable), &exhausted, Some(&fallback), SAY);
+        let out = now(finish(
+            failed(Code::Unavailable),
+            &exhausted,
+            Some(&fallback),
+            SAY,
+        ));
         assert_eq!(code(&out), Some(Code::NotFound));
         let headers = out.as_ref().map(Response::headers).expect("a response");
         assert_eq!(headers["grpc-message"], "from the fallback");
         // A fallback that declines hands the failure on.
         let permanent = ending(Some(StopReason::Permanent), 1);
-        let out = finish(
+        let out = now(finish(
             failed(Code::InvalidArgument),
             &permanent,
             Some(&fallback),
             SAY,
-        );
+        ));
         assert_eq!(code(&out), Some(Code::InvalidArgument));
         // An error counts as UNAVAILABLE.
-        let out = finish(
+        let out = now(finish(
             Err::<Response<tonic::body::Body>, BoxError>("connection refused".into()),
             &exhausted,
             Some(&fallback),
             SAY,
-        );
+        ));
         assert_eq!(code(&out), Some(Code::NotFound));
         // No fallback: the outcome as it was.
         assert_eq!(
-            code(&finish(failed(Code::Unavailable), &exhausted, None, SAY)),
+            code(&now(finish(
+                failed(Code::Unavailable),
+                &exhausted,
+                None,
+                SAY
+            ))),
             Some(Code::Unavailable)
         );
         let seen = seen.lock().expect("lock");

@@ -32,7 +32,10 @@ use tower_service::Service;
 
 use crate::chaos::{AttemptFuture, ChaosAttempt, ChaosStatus, StatusResponse};
 use crate::config::{MethodPolicy, ServiceConfig};
-use crate::fallback::{FallbackAnswer, FallbackBody, FallbackFn, GrpcFailure, finish};
+use crate::fallback::{
+    FallbackAnswer, FallbackBody, FallbackFn, Finished, GrpcFailure, LaterAnswer, answered,
+    answering_later, answering_now, finish,
+};
 use crate::metrics::{self, Extra};
 use crate::throttle::bucket_for;
 use crate::{Code, GrpcClassify, GrpcReplay};
@@ -362,8 +365,9 @@ impl<C> GrpcLayerBuilder<C> {
     ///
     /// Every call of a layer with a fallback runs under the retry
     /// executor (one attempt for a method without a policy), so that its
-    /// fallback knows how it ended. The fallback answers at once; it runs
-    /// on the call's task, so keep it short (a cached value).
+    /// fallback knows how it ended. This fallback answers at once, on the
+    /// call's task: a cached value. For a backup service's reply, use
+    /// [`fallback_async`](Self::fallback_async).
     ///
     /// ```
     /// use steadfast_grpc::config::ServiceConfig;
@@ -387,7 +391,44 @@ impl<C> GrpcLayerBuilder<C> {
     where
         F: Fn(&GrpcFailure<'_>) -> Option<FallbackAnswer> + Send + Sync + 'static,
     {
-        self.fallback = Some(Arc::new(fallback));
+        self.fallback = Some(answering_now(fallback));
+        self
+    }
+
+    /// [`fallback`](Self::fallback) whose answer is a future: a backup
+    /// service's reply, a read of a cache over the network. `fallback`
+    /// sees the [`GrpcFailure`] when the call fails (copy out what the
+    /// answer needs: the future outlives it) and returns the future of
+    /// the answer, `None` to hand the failure on. The same rule of when it
+    /// is asked, and the same event. The future runs outside the failed
+    /// call's deadline (which may be why it failed): give the backup call
+    /// a deadline of its own. It is boxed only when the fallback is asked.
+    ///
+    /// ```
+    /// use steadfast_grpc::config::ServiceConfig;
+    /// use steadfast_grpc::{Code, FallbackAnswer, GrpcLayer};
+    ///
+    /// let config = ServiceConfig::from_json("{}")?;
+    /// let layer = GrpcLayer::builder(config, "prices:443")
+    ///     .fallback_async(|failure| {
+    ///         let method = failure.method().to_owned();
+    ///         async move {
+    ///             // Ask the backup region (here: a stand-in for its reply).
+    ///             let reply: Option<Vec<u8>> = ask_backup(&method).await;
+    ///             reply.map(FallbackAnswer::message)
+    ///         }
+    ///     })
+    ///     .build()?;
+    /// # async fn ask_backup(_: &str) -> Option<Vec<u8>> { Some(vec![0x08, 0x2a]) }
+    /// # let _ = layer;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn fallback_async<F, Fut>(mut self, fallback: F) -> Self
+    where
+        F: Fn(&GrpcFailure<'_>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Option<FallbackAnswer>> + Send + 'static,
+    {
+        self.fallback = Some(answering_later(fallback));
         self
     }
 }
@@ -635,6 +676,7 @@ where
                 target: Arc::clone(&self.routes.target),
             }),
             fallback: self.routes.fallback.clone(),
+            answering: None,
         }
     }
 }
@@ -679,6 +721,7 @@ where
         labels: None,
         // A layer with a fallback runs every call under the executor.
         fallback: None,
+        answering: None,
     }
 }
 
@@ -709,6 +752,9 @@ pin_project! {
         labels: Option<Labels>,
         // The layer's fallback, asked once a retried or hedged call failed.
         fallback: Option<Arc<FallbackFn>>,
+        // An async fallback answering: the call's own result (returned if
+        // it declines) and the answer's future.
+        answering: Option<(Result<S::Response, BoxError>, LaterAnswer)>,
     }
 }
 
@@ -772,7 +818,15 @@ where
             let ending = report.ending();
             finish(answer(report, due, clock.now()), &ending, fallback, method)
         };
-        let poll = move || match kind.project() {
+        let answering = this.answering;
+        if let Some((_, later)) = answering.as_mut() {
+            let answer = std::task::ready!(later.as_mut().poll(cx));
+            return match answering.take() {
+                Some((out, _)) => Poll::Ready(answered(out, answer)),
+                None => Poll::Pending,
+            };
+        }
+        let poll = move |cx: &mut Context<'_>| match kind.project() {
             KindProj::Retry { future } => future.poll(cx).map(|report| {
                 if let Some(labels) = labels {
                     labels.record(Extra::Retries {
@@ -790,22 +844,36 @@ where
                 }
                 end(report)
             }),
-            KindProj::Plain { future } => future.poll(cx).map(|out| match out {
-                Ok(response) => Ok(response),
-                // A call cut off once its deadline had passed (tonic's channel
-                // enforces the `grpc-timeout` it sends, and reports
-                // CANCELLED) is DEADLINE_EXCEEDED, as gRPC reports it.
-                Err(e) => match CancelCause::classify(deadline::current(), clock.now()) {
-                    CancelCause::DeadlineExceeded => {
-                        Ok(status_response(Code::DeadlineExceeded, "deadline exceeded"))
-                    }
-                    CancelCause::Cancelled => Err(e.into()),
-                },
+            KindProj::Plain { future } => future.poll(cx).map(|out| {
+                Finished::Done(match out {
+                    Ok(response) => Ok(response),
+                    // A call cut off once its deadline had passed (tonic's channel
+                    // enforces the `grpc-timeout` it sends, and reports
+                    // CANCELLED) is DEADLINE_EXCEEDED, as gRPC reports it.
+                    Err(e) => match CancelCause::classify(deadline::current(), clock.now()) {
+                        CancelCause::DeadlineExceeded => {
+                            Ok(status_response(Code::DeadlineExceeded, "deadline exceeded"))
+                        }
+                        CancelCause::Cancelled => Err(e.into()),
+                    },
+                })
             }),
         };
-        match *this.deadline {
-            Some(d) => deadline::scope(d, poll),
-            None => poll(),
+        let finished = std::task::ready!(match *this.deadline {
+            Some(d) => deadline::scope(d, || poll(&mut *cx)),
+            None => poll(&mut *cx),
+        });
+        match finished {
+            Finished::Done(out) => Poll::Ready(out),
+            // An async fallback's answer, outside the failed call's
+            // deadline (which may be why it failed).
+            Finished::Answering { out, mut answer } => match answer.as_mut().poll(cx) {
+                Poll::Ready(answer) => Poll::Ready(answered(out, answer)),
+                Poll::Pending => {
+                    *answering = Some((out, answer));
+                    Poll::Pending
+                }
+            },
         }
     }
 }

@@ -394,6 +394,53 @@ async fn a_call_the_server_always_fails_gets_the_fallback_reply() {
     assert_eq!(*events.0.lock().expect("lock"), 1, "recorded once");
 }
 
+/// An async fallback asks a backup service: the primary server fails every
+/// attempt, and the reply the caller decodes is the backup server's, got
+/// by a real tonic client of its own inside the fallback. A success never
+/// asks the backup.
+#[tokio::test]
+async fn an_async_fallback_answers_with_a_backup_servers_reply() {
+    let _turn = FALLING_BACK.lock().await;
+    let primary = Server::start().await;
+    primary.state.script("down", Script::failing(u32::MAX));
+    let backup = Server::start().await;
+    let backup_client = EchoClient::new(
+        Channel::from_shared(format!("http://{}", backup.addr))
+            .expect("valid url")
+            .connect()
+            .await
+            .expect("connected"),
+    );
+    let clock = VirtualClock::new();
+    let mut client = connect(primary.addr, RETRY_UNAVAILABLE, &clock, |b| {
+        b.fallback_async(move |failure| {
+            let mut backup = backup_client.clone();
+            let unavailable = failure.code() == Code::Unavailable;
+            async move {
+                if !unavailable {
+                    return None;
+                }
+                let reply = backup.say(say("from-backup")).await.ok()?.into_inner();
+                Some(FallbackAnswer::message(reply.encode_to_vec()))
+            }
+        })
+    })
+    .await;
+
+    let reply = client.say(say("up")).await.expect("served").into_inner();
+    assert_eq!(reply.text, "hello");
+    assert_eq!(
+        backup.state.attempts("from-backup"),
+        0,
+        "a success never falls back"
+    );
+
+    let reply = client.say(say("down")).await.expect("the backup's reply");
+    assert_eq!(reply.get_ref().text, "hello");
+    assert_eq!(primary.state.attempts("down"), 4);
+    assert_eq!(backup.state.attempts("from-backup"), 1);
+}
+
 /// A method without a policy falls back too (it runs its one attempt under
 /// the executor), here with a status and metadata; a fallback that
 /// declines hands the server's status on.
