@@ -127,6 +127,27 @@ fn main() {
                     .unwrap(),
             ),
         ),
+        (
+            // The same client with a fallback and a chaos switched off: what
+            // the two options cost a call that succeeds the first time.
+            "steadfast +fb+chaos",
+            Contender::Steadfast(
+                steadfast_http::Client::builder()
+                    .attempts(3)
+                    .fallback(steadfast_http::fallback::static_response(
+                        http::Response::new("fallback"),
+                    ))
+                    .chaos(
+                        steadfast::chaos::Chaos::builder()
+                            .latency(1.0, Duration::from_millis(100))
+                            .outcome(1.0, || steadfast_http::chaos_response(503, None))
+                            .build()
+                            .unwrap(),
+                    )
+                    .build()
+                    .unwrap(),
+            ),
+        ),
         ("reqwest + try_clone", Contender::BareCopy(bare())),
         (
             "tower RetryLayer",
