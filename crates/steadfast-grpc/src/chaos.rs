@@ -10,13 +10,14 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use http::{HeaderMap, HeaderValue, Response};
+use http::Response;
 use pin_project_lite::pin_project;
 use steadfast::chaos::{Chaos, ChaosFuture, FaultKind};
 use steadfast::clock::AsyncClock;
 use tower_service::Service;
 
 use crate::Code;
+use crate::trailers_only::{pushback_value, trailers_only};
 
 /// The `grpc-message` of an injected status that was given none.
 const DEFAULT_MESSAGE: &str = "fault injected by steadfast chaos";
@@ -112,46 +113,6 @@ impl ChaosStatus {
             &self.message,
             pushback.as_ref(),
         )
-    }
-}
-
-/// `grpc-retry-pushback-ms` for `wait`: whole milliseconds, rounded up.
-pub(crate) fn pushback_value(wait: Duration) -> HeaderValue {
-    let ms = wait.as_millis() + u128::from(!wait.subsec_nanos().is_multiple_of(1_000_000));
-    HeaderValue::from(u64::try_from(ms).unwrap_or(u64::MAX))
-}
-
-/// A Trailers-Only gRPC response: `grpc-status` `status` (a number: a
-/// server may answer codes gRPC does not define), `grpc-message`
-/// percent-encoded, and `pushback` as `grpc-retry-pushback-ms`.
-pub(crate) fn trailers_only<T: Default>(
-    status: u32,
-    message: &str,
-    pushback: Option<&HeaderValue>,
-) -> Response<T> {
-    let mut response = Response::new(T::default());
-    let headers = response.headers_mut();
-    set_status(headers, status, message);
-    if let Some(value) = pushback {
-        headers.insert(crate::PUSHBACK_HEADER, value.clone());
-    }
-    response
-}
-
-/// Writes `content-type: application/grpc`, `grpc-status` and a
-/// percent-encoded `grpc-message` (if not empty) into `headers`.
-pub(crate) fn set_status(headers: &mut HeaderMap, status: u32, message: &str) {
-    headers.insert(
-        http::header::CONTENT_TYPE,
-        HeaderValue::from_static("application/grpc"),
-    );
-    headers.insert("grpc-status", HeaderValue::from(status));
-    if !message.is_empty()
-        && let Ok(v) = HeaderValue::try_from(crate::server::percent_encode(message))
-    {
-        headers.insert("grpc-message", v);
-    } else {
-        headers.remove("grpc-message");
     }
 }
 
@@ -336,7 +297,7 @@ mod tests {
                 .lock()
                 .expect("lock")
                 .push(clock.now() - clock.start());
-            std::future::ready(Ok(crate::chaos::trailers_only(0, "", None)))
+            std::future::ready(Ok(trailers_only(0, "", None)))
         })
     }
 

@@ -244,7 +244,7 @@ impl FallbackAnswer {
             AnswerKind::Status { code, message } => {
                 let mut response = Response::new(T::default());
                 *response.headers_mut() = headers;
-                crate::chaos::set_status(
+                crate::trailers_only::set_status(
                     response.headers_mut(),
                     u32::from(code.number()),
                     &message,
@@ -253,7 +253,7 @@ impl FallbackAnswer {
             }
             AnswerKind::Message(frame) => {
                 let mut trailers = HeaderMap::new();
-                crate::chaos::set_status(&mut trailers, 0, "");
+                crate::trailers_only::set_status(&mut trailers, 0, "");
                 trailers.remove(http::header::CONTENT_TYPE);
                 Response::new(T::from(FallbackBody {
                     data: Some(frame),
@@ -379,7 +379,7 @@ mod tests {
     }
 
     fn failed(code: Code) -> Result<Response<tonic::body::Body>, BoxError> {
-        Ok(crate::chaos::trailers_only(
+        Ok(crate::trailers_only::trailers_only(
             u32::from(code.number()),
             "down",
             None,

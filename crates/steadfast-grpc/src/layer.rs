@@ -975,33 +975,9 @@ fn call_error<T: Default, E: Error + Send + Sync + 'static>(
     }
 }
 
-/// A Trailers-Only response with `code`.
+/// A Trailers-Only response with `code` and `message`.
 fn status_response<T: Default>(code: Code, message: &str) -> Response<T> {
-    let mut response = Response::new(T::default());
-    let headers = response.headers_mut();
-    headers.insert(
-        http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static("application/grpc"),
-    );
-    headers.insert(
-        "grpc-status",
-        http::HeaderValue::from(u16::from(code.number())),
-    );
-    // grpc-message is percent-encoded; keep to what needs no encoding.
-    let message: String = message
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || " .,:-_()".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if let Ok(v) = http::HeaderValue::from_str(&message) {
-        headers.insert("grpc-message", v);
-    }
-    response
+    crate::trailers_only::trailers_only(u32::from(code.number()), message, None)
 }
 
 #[cfg(test)]

@@ -113,6 +113,7 @@ pub mod metrics;
 mod replay;
 pub mod server;
 mod throttle;
+mod trailers_only;
 
 pub use channel::{ChannelFuture, ConfigSource, GrpcChannel, channel};
 pub use chaos::{ChaosStatus, StatusResponse, chaos_status};

@@ -14,7 +14,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::Code;
-use crate::chaos::{pushback_value, trailers_only};
+use crate::trailers_only::{pushback_value, trailers_only};
 
 /// The header asking for an abort with an HTTP status (200..=599), which
 /// Envoy prefers to [`ABORT_GRPC_HEADER`] when a request has both: a gRPC

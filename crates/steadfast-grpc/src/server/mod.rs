@@ -65,7 +65,6 @@ pub use chaos::{
 pub use layer::ShedLayer;
 pub use rate::{GrpcRateRefusal, RateLimitLayer};
 pub use refusal::GrpcShedding;
-pub(crate) use refusal::percent_encode;
 
 use http::HeaderMap;
 use steadfast::clock::DefaultClock;

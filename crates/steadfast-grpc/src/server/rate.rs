@@ -6,8 +6,8 @@ use steadfast::rate::{KeyedRateLimit, RateLimit, RateRefused};
 use steadfast_tower::shed::{PerKey, RateRefusal, RateShed, RateShedLayer};
 use tower_layer::Layer;
 
-use super::refusal::percent_encode;
 use crate::Code;
+use crate::trailers_only::{pushback_value, trailers_only};
 
 /// What gRPC answers a call its rate limit refused: a Trailers-Only
 /// `RESOURCE_EXHAUSTED` naming the limit, with `grpc-retry-pushback-ms` the
@@ -31,28 +31,15 @@ pub struct GrpcRateRefusal;
 
 impl RateRefusal for GrpcRateRefusal {
     fn refused(&self, refused: &RateRefused) -> Response<()> {
-        let mut response = Response::new(());
-        let headers = response.headers_mut();
-        headers.insert(
-            http::header::CONTENT_TYPE,
-            HeaderValue::from_static("application/grpc"),
-        );
-        headers.insert(
-            "grpc-status",
-            HeaderValue::from(u16::from(Code::ResourceExhausted.number())),
-        );
-        if let Ok(message) = HeaderValue::try_from(percent_encode(&refused.to_string())) {
-            headers.insert("grpc-message", message);
-        }
-        let pushback = match refused.retry_after {
-            Some(wait) => {
-                let ms = wait.as_nanos().div_ceil(1_000_000);
-                HeaderValue::from(u64::try_from(ms).unwrap_or(u64::MAX))
-            }
-            None => HeaderValue::from_static("-1"),
-        };
-        headers.insert(crate::PUSHBACK_HEADER, pushback);
-        response
+        // `-1`: a call that could never fit (gRFC A6: do not retry).
+        let pushback = refused
+            .retry_after
+            .map_or_else(|| HeaderValue::from_static("-1"), pushback_value);
+        trailers_only(
+            u32::from(Code::ResourceExhausted.number()),
+            &refused.to_string(),
+            Some(&pushback),
+        )
     }
 }
 

@@ -6,6 +6,7 @@ use steadfast_tower::shed::Shedding;
 
 use super::status_signal;
 use crate::Code;
+use crate::trailers_only::trailers_only;
 
 /// What gRPC adds to steadfast-tower's shedding: a shed call is answered
 /// with a Trailers-Only `RESOURCE_EXHAUSTED` naming the limit (and
@@ -42,23 +43,11 @@ impl Shedding for GrpcShedding {
     /// A Trailers-Only `RESOURCE_EXHAUSTED` naming the limit, with the
     /// pushback if set.
     fn refused(&self, refused: &LimitRefused) -> Response<()> {
-        let mut response = Response::new(());
-        let headers = response.headers_mut();
-        headers.insert(
-            http::header::CONTENT_TYPE,
-            HeaderValue::from_static("application/grpc"),
-        );
-        headers.insert(
-            "grpc-status",
-            HeaderValue::from(u16::from(Code::ResourceExhausted.number())),
-        );
-        if let Ok(message) = HeaderValue::try_from(percent_encode(&refused.to_string())) {
-            headers.insert("grpc-message", message);
-        }
-        if let Some(value) = &self.pushback {
-            headers.insert(crate::PUSHBACK_HEADER, value.clone());
-        }
-        response
+        trailers_only(
+            u32::from(Code::ResourceExhausted.number()),
+            &refused.to_string(),
+            self.pushback.as_ref(),
+        )
     }
 
     /// A Trailers-Only head says how the call ended.
@@ -69,32 +58,5 @@ impl Shedding for GrpcShedding {
     /// The trailers of a call that streamed its response carry its status.
     fn on_trailers(&self, trailers: &HeaderMap) -> Option<Signal> {
         status_signal(trailers)
-    }
-}
-
-/// `grpc-message` encoding: the printable ASCII bytes but `%` as they are,
-/// every other byte as `%XX` (the gRPC HTTP/2 protocol's rule).
-pub(crate) fn percent_encode(message: &str) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::with_capacity(message.len());
-    for byte in message.bytes() {
-        if (0x20..=0x7e).contains(&byte) && byte != b'%' {
-            out.push(char::from(byte));
-        } else {
-            let _ = write!(out, "%{byte:02X}");
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn grpc_message_is_percent_encoded() {
-        assert_eq!(
-            super::percent_encode("full: 4 in flight"),
-            "full: 4 in flight"
-        );
-        assert_eq!(super::percent_encode("100% \u{fc}\n"), "100%25 %C3%BC%0A");
     }
 }
