@@ -254,17 +254,7 @@ pub fn run(args: &GetArgs) -> i32 {
             return USAGE;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("steadfast get: cannot start the async runtime: {e}");
-            return FAILURE;
-        }
-    };
-    runtime.block_on(send(args, &client, method, body))
+    crate::runtime::block_on("get", send(args, &client, method, body))
 }
 
 /// The method: `-X`, else POST with a body and GET without (as curl).

@@ -19,6 +19,7 @@ pub mod interrupt;
 pub mod plot;
 pub mod proxy;
 pub mod run;
+mod runtime;
 pub mod schedule;
 pub mod simulate;
 pub mod spec;

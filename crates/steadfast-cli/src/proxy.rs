@@ -31,7 +31,7 @@ use clap::Args;
 use steadfast::chaos::InjectionRate;
 
 use crate::duration::parse_duration;
-use crate::exit::{FAILURE, USAGE};
+use crate::exit::USAGE;
 use crate::input::parse_size;
 use crate::interrupt::Interrupt;
 
@@ -285,17 +285,7 @@ pub fn run(args: &ProxyArgs, interrupt: &Interrupt) -> i32 {
             return USAGE;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("steadfast proxy: cannot start the async runtime: {e}");
-            return FAILURE;
-        }
-    };
-    runtime.block_on(serve::serve(args, plan, interrupt))
+    crate::runtime::block_on("proxy", serve::serve(args, plan, interrupt))
 }
 
 #[cfg(test)]

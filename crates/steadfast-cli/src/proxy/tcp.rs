@@ -30,22 +30,6 @@ const REFUSE_LINGER: Duration = Duration::from_secs(2);
 /// that forwards nothing.
 pub(super) async fn handle<F, Fut>(
     shared: &Arc<Shared>,
-    client: TcpStream,
-    faults: ConnectionFaults,
-    id: u64,
-    forward: F,
-) where
-    F: FnOnce(Arc<Shared>, TcpStream, ConnectionFaults, u64) -> Fut,
-    Fut: Future<Output = ()>,
-{
-    let stats = &shared.stats;
-    let _open = OpenGuard::new(stats);
-    run_fault(shared, client, faults, id, forward).await;
-    shared.log(id, format_args!("closed"));
-}
-
-async fn run_fault<F, Fut>(
-    shared: &Arc<Shared>,
     mut client: TcpStream,
     faults: ConnectionFaults,
     id: u64,
@@ -55,6 +39,7 @@ async fn run_fault<F, Fut>(
     Fut: Future<Output = ()>,
 {
     let stats = &shared.stats;
+    let _open = OpenGuard::new(stats);
     match faults.kind {
         Some(ConnectionFault::Refuse) => {
             bump(&stats.refused);
@@ -77,21 +62,21 @@ async fn run_fault<F, Fut>(
             // The first bytes, waited for without taking them (a peek, not
             // `readable`, which may wake before any byte is there).
             let mut first = [0u8; 1];
-            if client.peek(&mut first).await.is_err() {
-                return;
-            }
-            shared.log(
-                id,
-                format_args!("reset {after:?} after the client's first bytes"),
-            );
-            if !after.is_zero() {
-                let forwarding = forward(Arc::clone(shared), client, faults, id);
-                let _ = tokio::time::timeout(after, forwarding).await;
+            if client.peek(&mut first).await.is_ok() {
+                shared.log(
+                    id,
+                    format_args!("reset {after:?} after the client's first bytes"),
+                );
+                if !after.is_zero() {
+                    let forwarding = forward(Arc::clone(shared), client, faults, id);
+                    let _ = tokio::time::timeout(after, forwarding).await;
+                }
             }
             // Dropped here (or with the forwarding future): reset.
         }
         None => forward(Arc::clone(shared), client, faults, id).await,
     }
+    shared.log(id, format_args!("closed"));
 }
 
 /// Makes closing `stream` reset the connection (SO_LINGER of zero).
