@@ -195,7 +195,8 @@ impl<C: AsyncClock> GrpcLayer<C> {
 }
 
 /// Builds a [`GrpcLayer`] ([`GrpcLayer::builder`]): the service config and
-/// the target, plus the clock and a concurrency limit.
+/// the target, plus the clock, a concurrency limit, a rate limit, a chaos
+/// for tests and a fallback.
 #[must_use = "a builder does nothing until built"]
 pub struct GrpcLayerBuilder<C = DefaultClock> {
     config: ServiceConfig,
