@@ -9,11 +9,12 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use pin_project_lite::pin_project;
+use steadfast::Classify;
 use steadfast::call::LimitRefused;
 use steadfast::classify::{AnyError, ClassifyFn};
 use steadfast::clock::{AsyncClock, DefaultClock};
-use steadfast::limit::{Acquire, ConcurrencyLimit, Permit, Signal};
-use steadfast::{Classify, Verdict};
+use steadfast::limit::{Acquire, ConcurrencyLimit, Permit};
+use steadfast::policy::gate::Ticket;
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -305,7 +306,7 @@ where
         LimitFuture {
             state: State::Called {
                 future: self.inner.call(request),
-                permit: Some(permit),
+                ticket: Ticket::from(permit),
                 classify: self.layer.classify.clone(),
             },
         }
@@ -328,7 +329,7 @@ pin_project! {
         Called {
             #[pin]
             future: F,
-            permit: Option<Permit>,
+            ticket: Ticket,
             classify: K,
         },
         Refused { refused: Option<LimitRefused> },
@@ -355,14 +356,13 @@ where
         match self.project().state.project() {
             StateProj::Called {
                 future,
-                permit,
+                ticket,
                 classify,
             } => {
                 let out = std::task::ready!(future.poll(cx));
-                if let Some(permit) = permit.take() {
+                if ticket.holds_slot() {
                     let verdict = classify.classify(&out);
-                    let overloaded = verdict != Verdict::Success && classify.overloaded(&out);
-                    permit.finish(Signal::of(verdict, overloaded));
+                    std::mem::take(ticket).finish(&*classify, verdict, &out);
                 }
                 Poll::Ready(out.map_err(LimitError::Inner))
             }

@@ -105,6 +105,7 @@ pub mod policy;
 pub mod rate;
 pub mod retry;
 mod rng;
+mod sync;
 mod telemetry;
 
 // The front door: what a program writes. Everything that drives the engine

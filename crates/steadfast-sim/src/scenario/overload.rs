@@ -22,14 +22,15 @@
 //!   all back.
 //!
 //! The simulator drives the policy's decision engine itself, as an executor
-//! does: before every attempt (first or retry) it takes a slot of the
-//! policy's limit with [`ConcurrencyLimit::try_acquire`]; a refused slot
-//! ends the call at once as
+//! does: before every attempt (first or retry) it asks the gate for a
+//! ticket without waiting ([`Limits::admit_now`](steadfast::policy::Limits::admit_now):
+//! a slot of the policy's limit); a refusal ends the call at once as
 //! [`StopReason::LimitReached`](steadfast::StopReason::LimitReached) (the
 //! client sheds it; the policy gets back what it was granted,
 //! [`RetryPolicy::abandon`]).
-//! When the attempt ends the permit is finished with the core's rule,
-//! [`Signal::of`]: a success is a latency sample (the permit measures it
+//! When the attempt ends its ticket is finished with the core's rule
+//! ([`Ticket::end`], [`Signal::of`](steadfast::limit::Signal::of)): a
+//! success is a latency sample (the slot measures it
 //! itself, from taking the slot to giving it back, on the limit's clock:
 //! the simulation's), a 503 is a drop (an overload status), and a timeout
 //! is a drop. Every limit, decision and delay is the core's.
@@ -97,7 +98,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 use steadfast::backoff::{Backoff, Rng};
-use steadfast::limit::{Aimd, Algorithm, ConcurrencyLimit, Gradient2, Permit, Signal, Vegas};
+use steadfast::limit::{Aimd, Algorithm, ConcurrencyLimit, Gradient2, Vegas};
+use steadfast::policy::gate::Ticket;
 use steadfast::policy::{CallState, Decision};
 use steadfast::{RetryPolicy, Verdict};
 
@@ -702,7 +704,7 @@ struct Call {
     waiting: bool,
     state: CallState,
     /// The slot the attempt in flight holds (with a limit).
-    permit: Option<Permit>,
+    ticket: Ticket,
 }
 
 type ClientPolicy = RetryPolicy<SeededCalls<Backoff>>;
@@ -924,7 +926,7 @@ impl Clients {
             tag: 0,
             waiting: false,
             state,
-            permit: None,
+            ticket: Ticket::FREE,
         };
         match self.free.pop() {
             Some(id) => {
@@ -965,9 +967,10 @@ impl Clients {
             return Ok(());
         };
         let policy = &self.policies[call.client as usize];
-        if let Some(limit) = policy.limits().concurrency_limit() {
-            match limit.try_acquire() {
-                Ok(permit) => {
+        // The gate, as the executors ask it (a slot now or never here).
+        match policy.limits().admit_now() {
+            Ok(ticket) => {
+                if let Some(limit) = policy.limits().concurrency_limit() {
                     // One thread: nothing takes or gives back a slot, or
                     // moves the limit, between the acquisition and this
                     // reading, so this is the count with the new attempt.
@@ -976,18 +979,18 @@ impl Clients {
                         self.over_limit += 1;
                     }
                     self.max_in_flight = self.max_in_flight.max(in_flight);
-                    call.permit = Some(permit);
                 }
-                Err(_refused) => {
-                    // StopReason::LimitReached: the call fails at once.
-                    policy.abandon(&mut call.state);
-                    self.r.shed += 1;
-                    if call.state.attempts() > 0 {
-                        self.r.shed_retries += 1;
-                    }
-                    self.end(id);
-                    return Ok(());
+                call.ticket = ticket;
+            }
+            Err(_refused) => {
+                // StopReason::LimitReached: the call fails at once.
+                policy.abandon(&mut call.state);
+                self.r.shed += 1;
+                if call.state.attempts() > 0 {
+                    self.r.shed_retries += 1;
                 }
+                self.end(id);
+                return Ok(());
             }
         }
         policy.attempt_starting(&mut call.state, clock);
@@ -1036,15 +1039,13 @@ impl Clients {
         } else {
             Verdict::Retry
         };
-        if let Some(permit) = call.permit.take() {
-            // A 503 is an overload status, a timeout a drop (as the
-            // executors finish a timed-out attempt's slot).
-            let signal = match ended {
-                Ended::TimedOut => Signal::Dropped,
-                Ended::Rejected => Signal::of(verdict, true),
-                Ended::Served => Signal::of(verdict, false),
-            };
-            permit.finish(signal);
+        // A 503 is an overload status, a timeout a drop (as the executors
+        // finish a timed-out attempt's ticket).
+        let ticket = std::mem::take(&mut call.ticket);
+        match ended {
+            Ended::TimedOut => ticket.timed_out(),
+            Ended::Rejected => ticket.end(verdict, true),
+            Ended::Served => ticket.end(verdict, false),
         }
         match ended {
             Ended::Rejected => self.r.rejected += 1,

@@ -7,7 +7,7 @@ use pin_project_lite::pin_project;
 use steadfast::backoff::Schedule;
 use steadfast::call::{Finish, Lend, Plain};
 use steadfast::clock::AsyncClock;
-use steadfast::limit::{Permit, Signal};
+use steadfast::policy::gate::Ticket;
 use steadfast::retry::{Retry, RetryFuture, Retryable};
 use steadfast::{Attempt, Classify, RetryPolicy, Verdict};
 use tower_service::Service;
@@ -155,8 +155,8 @@ pin_project! {
         Lean {
             #[pin]
             attempt: S::Future,
-            // The attempt's slot of the policy's concurrency limit, if any.
-            permit: Option<Permit>,
+            // The gate's ticket of the attempt.
+            ticket: Ticket,
             rest: Option<(Setup<S, Req, P, K, R, C, O>, R::Source)>,
         },
         /// The core's retry future, from the start or after the first
@@ -183,33 +183,16 @@ where
             Preparing::Done(Prepared::Replayable(source))
                 if layer.policy.is_lean() && steadfast::deadline::current().is_none() =>
             {
-                // The rate limit's admission, then a slot, if the policy has
-                // them; a refusal or a full limit sends the call to the core,
-                // which asks again and refuses with its reason (or queues).
-                let limits = layer.policy.shared().policy().limits();
-                if limits
-                    .rate_limit()
-                    .is_some_and(|rate| rate.check().is_err())
-                {
+                // The gate, never waiting: a call it does not admit now
+                // goes to the core, which asks it again (and waits, or
+                // refuses with its reason).
+                let Ok(ticket) = layer.policy.shared().policy().limits().admit_now() else {
                     let preparing = Preparing::Done(Prepared::Replayable(source));
                     return Self {
                         path: Path::Core {
                             stages: Self::staged(service, layer, preparing),
                         },
                     };
-                }
-                let limit = limits.concurrency_limit();
-                let permit = match limit.map(steadfast::limit::ConcurrencyLimit::try_take) {
-                    None => None,
-                    Some(Some(permit)) => Some(permit),
-                    Some(None) => {
-                        let preparing = Preparing::Done(Prepared::Replayable(source));
-                        return Self {
-                            path: Path::Core {
-                                stages: Self::staged(service, layer, preparing),
-                            },
-                        };
-                    }
                 };
                 // The readied service makes the first attempt; the future
                 // keeps it for the retries, which ready it again.
@@ -218,7 +201,7 @@ where
                 let policy = layer.policy.shared().clone();
                 Path::Lean {
                     attempt,
-                    permit,
+                    ticket,
                     rest: Some((Setup::new(service, layer, policy), source)),
                 }
             }
@@ -280,7 +263,7 @@ where
             match path.as_mut().project() {
                 PathProj::Lean {
                     attempt,
-                    permit,
+                    ticket,
                     rest,
                 } => {
                     let Some((setup, _)) = rest.as_ref() else {
@@ -288,11 +271,7 @@ where
                     };
                     let outcome = std::task::ready!(attempt.poll(cx));
                     let verdict = setup.classify.classify(&outcome);
-                    if let Some(permit) = permit.take() {
-                        let overloaded =
-                            verdict != Verdict::Success && setup.classify.overloaded(&outcome);
-                        permit.finish(Signal::of(verdict, overloaded));
-                    }
+                    std::mem::take(ticket).finish(&setup.classify, verdict, &outcome);
                     let outcome = match outcome {
                         Ok(value) if verdict == Verdict::Success => {
                             // Over: dropped in place (not moved out).

@@ -4,7 +4,7 @@ use std::error::Error;
 use std::fmt;
 use std::time::Duration;
 
-use super::{HedgeStats, LimitRefused, StopReason};
+use super::{HedgeStats, LimitRefused, Refused, StopReason};
 
 /// Why and how a call failed: the stop reason, the attempts made, the time
 /// spent, the operation's name, and the last error as `source()`. One type
@@ -276,6 +276,29 @@ impl<E> RetryError<E> {
         match self.reason() {
             StopReason::Exhausted => self.with_reason(StopReason::NotReplayable),
             _ => self,
+        }
+    }
+
+    /// Records the gate's refusal that stopped the call: a rate limit's
+    /// name and wait ([`refused_by`](Self::refused_by),
+    /// [`refused_for`](Self::refused_for)), or a concurrency limit's account
+    /// ([`limit_refused`](Self::limit_refused)).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::call::{RateRefused, Refused};
+    /// use steadfast::{RetryError, StopReason};
+    /// let refused = Refused::from(RateRefused { by: "maps api", retry_after: Some(Duration::from_millis(40)) });
+    /// let err = RetryError::<std::io::Error>::new(refused.reason(false), None, 0, Duration::ZERO).with_refusal(refused);
+    /// assert_eq!((err.refused_by(), err.refused_for()), (Some("maps api"), Some(Duration::from_millis(40))));
+    /// ```
+    #[must_use]
+    pub fn with_refusal(self, refused: Refused) -> Self {
+        match refused {
+            Refused::Rate(r) => self
+                .with_refused_by(Some(r.by))
+                .with_refused_for(r.retry_after),
+            Refused::Limit(l) => self.with_limit_refused(Some(l)),
         }
     }
 

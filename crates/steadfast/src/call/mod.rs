@@ -44,7 +44,7 @@ pub use attempt_set::{AttemptSet, AttemptSetIter, MAX_HEDGE_ATTEMPTS};
 pub use error::RetryError;
 pub use lend::Lend;
 pub use operation::Operation;
-pub use refused::{DEFAULT_LIMIT_NAME, LimitRefused};
+pub use refused::{DEFAULT_LIMIT_NAME, LimitRefused, RateRefused, Refused};
 pub use report::{Ending, Finish, Plain, Report, Reported};
 pub use stats::HedgeStats;
 pub use stop::StopReason;

@@ -1,7 +1,11 @@
-//! What a concurrency limit says when it will not let an attempt through.
+//! What the gate says when it will not let an attempt through: [`Refused`],
+//! and what each of its steps says, [`LimitRefused`] (a concurrency limit)
+//! and [`RateRefused`] (a rate limit).
 
 use std::fmt;
 use std::time::Duration;
+
+use super::StopReason;
 
 /// The name of a concurrency limit that was not given one.
 pub const DEFAULT_LIMIT_NAME: &str = "concurrency limit";
@@ -56,3 +60,125 @@ impl fmt::Display for LimitRefused {
 }
 
 impl std::error::Error for LimitRefused {}
+
+/// A call a [`RateLimit`](crate::rate::RateLimit) did not admit: which limit, and
+/// how long until the same call would be admitted (`None`: never, its cost
+/// is above a quota's burst).
+///
+/// ```
+/// use std::time::Duration;
+/// use steadfast::rate::RateRefused;
+/// let r = RateRefused { by: "maps api", retry_after: Some(Duration::from_millis(250)) };
+/// assert_eq!(r.to_string(), "rate limit maps api: admitted again in 250ms");
+/// let never = RateRefused { by: "maps api", retry_after: None };
+/// assert_eq!(never.to_string(), "rate limit maps api: the call's cost is above its burst");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateRefused {
+    /// The limit's name.
+    pub by: &'static str,
+    /// The time until the call would be admitted, if it ever would.
+    pub retry_after: Option<Duration>,
+}
+
+impl fmt::Display for RateRefused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.retry_after {
+            Some(d) => write!(f, "rate limit {}: admitted again in {d:?}", self.by),
+            None => write!(
+                f,
+                "rate limit {}: the call's cost is above its burst",
+                self.by
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RateRefused {}
+
+/// A refusal by the gate ([`policy::gate`](crate::policy::gate)): which of
+/// its steps refused an attempt, with that step's own account. Every
+/// executor ends a call it refuses the same way: [`Refused::reason`] says
+/// why it stopped, [`RetryError::with_refusal`](crate::RetryError::with_refusal)
+/// records who refused and for how long.
+///
+/// ```
+/// use std::time::Duration;
+/// use steadfast::StopReason;
+/// use steadfast::call::{LimitRefused, RateRefused, Refused};
+/// let rate = Refused::from(RateRefused { by: "maps api", retry_after: Some(Duration::from_millis(40)) });
+/// assert_eq!((rate.by(), rate.retry_after()), ("maps api", Some(Duration::from_millis(40))));
+/// assert_eq!(rate.reason(false), StopReason::Throttled);
+/// let full = Refused::from(LimitRefused { by: "db", in_flight: 4, limit: 4, waited: Duration::ZERO });
+/// assert_eq!((full.by(), full.retry_after()), ("db", None));
+/// assert_eq!(full.reason(false), StopReason::LimitReached);
+/// // A wait in the queue that ran into the call's deadline: the deadline stopped it.
+/// assert_eq!(full.reason(true), StopReason::Deadline);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Refused {
+    /// The rate limit had no turn for the attempt within its wait.
+    Rate(RateRefused),
+    /// The concurrency limit had no slot for the attempt within its wait.
+    Limit(LimitRefused),
+}
+
+impl Refused {
+    /// The name of what refused.
+    #[must_use]
+    pub const fn by(&self) -> &'static str {
+        match self {
+            Self::Rate(r) => r.by,
+            Self::Limit(l) => l.by,
+        }
+    }
+
+    /// How long until the same attempt would be admitted, where the
+    /// refuser knows (a rate limit does; a concurrency limit cannot tell
+    /// when a slot frees).
+    #[must_use]
+    pub const fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Self::Rate(r) => r.retry_after,
+            Self::Limit(_) => None,
+        }
+    }
+
+    /// Why a call this refusal ended stopped, `expired` saying whether the
+    /// call's deadline had passed by then: a rate limit's refusal is
+    /// [`StopReason::Throttled`]; a concurrency limit's is
+    /// [`StopReason::LimitReached`], or [`StopReason::Deadline`] when the
+    /// wait in its queue ran into the deadline.
+    #[must_use]
+    pub const fn reason(&self, expired: bool) -> StopReason {
+        match self {
+            Self::Rate(_) => StopReason::Throttled,
+            Self::Limit(_) if expired => StopReason::Deadline,
+            Self::Limit(_) => StopReason::LimitReached,
+        }
+    }
+}
+
+impl From<RateRefused> for Refused {
+    fn from(refused: RateRefused) -> Self {
+        Self::Rate(refused)
+    }
+}
+
+impl From<LimitRefused> for Refused {
+    fn from(refused: LimitRefused) -> Self {
+        Self::Limit(refused)
+    }
+}
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Rate(r) => r.fmt(f),
+            Self::Limit(l) => l.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for Refused {}

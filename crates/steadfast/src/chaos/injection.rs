@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::value::Shared;
-use crate::control::sync::Ordering;
+use crate::sync::Ordering;
 
 /// Which fault replaces a call's outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

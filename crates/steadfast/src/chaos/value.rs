@@ -8,7 +8,7 @@ use super::injection::{ActiveSlot, FaultKind, Injection};
 use super::rate::InjectionRate;
 use super::roll::{Roll, share_of};
 use crate::config_error::ConfigError;
-use crate::control::sync::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, Ordering};
 
 /// A maker of one fault's value.
 type Maker<V> = Arc<dyn Fn() -> V + Send + Sync>;

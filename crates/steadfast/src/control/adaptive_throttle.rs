@@ -4,11 +4,11 @@ use std::fmt;
 use std::time::Duration;
 
 use super::slots::{Counter, TimeWindow};
-use super::sync::{AtomicU64, Ordering};
 use super::{Outcome, Refusal, RefusingFlag, RetryControl, report_transition};
 use crate::clock::{Clock, Stopwatch, SystemClock};
 use crate::config_error::ConfigError;
 use crate::rng::Rng;
+use crate::sync::{AtomicU64, Ordering};
 
 const NAME: &str = "adaptive throttle";
 

@@ -4,8 +4,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::sync::{AtomicU64, Ordering};
 use super::{Grant, Outcome, Refusal, RetryControl};
+use crate::sync::{AtomicU64, Ordering};
 
 /// Several controls consulted as one: a call, retry or hedge goes only if
 /// *every* member allows it. Give the same `AllOf` (as an

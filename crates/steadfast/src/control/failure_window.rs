@@ -3,9 +3,9 @@
 
 use std::fmt;
 
-use super::sync::{AtomicI64, AtomicU64, CachePadded, Ordering};
 use super::{Outcome, Refusal, RefusingFlag, RetryControl, report_transition};
 use crate::config_error::ConfigError;
+use crate::sync::{AtomicI64, AtomicU64, CachePadded, Ordering};
 
 const NAME: &str = "failure window";
 

@@ -68,7 +68,7 @@ mod budget;
 mod circuit_breaker;
 mod failure_window;
 mod slots;
-pub(crate) mod sync;
+
 mod token_bucket;
 
 use std::fmt;
@@ -84,7 +84,7 @@ pub use circuit_breaker::{
 pub use failure_window::{FailureWindow, FailureWindowBuilder, FailureWindowSnapshot};
 pub use token_bucket::{TokenBucket, TokenBucketBuilder, TokenBucketSnapshot};
 
-use sync::{AtomicBool, Ordering};
+use crate::sync::{AtomicBool, Ordering};
 
 use crate::call::Verdict;
 

@@ -20,7 +20,7 @@
 
 use std::time::Duration;
 
-use super::sync::{AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 
 /// Slots per window (as Finagle and tower use).
 pub(crate) const SLOTS: u64 = 10;

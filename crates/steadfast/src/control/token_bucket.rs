@@ -2,9 +2,9 @@
 
 use std::fmt;
 
-use super::sync::{AtomicU64, CachePadded, Ordering};
 use super::{Outcome, Refusal, RefusingFlag, RetryControl, report_transition};
 use crate::config_error::ConfigError;
+use crate::sync::{AtomicU64, CachePadded, Ordering};
 
 const NAME: &str = "token bucket";
 

@@ -8,14 +8,12 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use pin_project_lite::pin_project;
 
 use super::{Hedge, OnFinish};
-use crate::call::{
-    Finish, HedgeStats, Lend, Operation, Plain, Report, RetryError, StopReason, Verdict,
-};
+use crate::call::{Finish, HedgeStats, Lend, Operation, Plain, Report, RetryError, StopReason};
 use crate::cancel::{CancelToken, Cancelled};
 use crate::classify::Classify;
 use crate::clock::AsyncClock;
 use crate::deadline::{Deadline, WithDeadline};
-use crate::limit::{Permit, Signal};
+use crate::policy::gate::Ticket;
 use crate::policy::{HedgeAction, HedgeDecision, HedgePolicy, HedgeState};
 
 pin_project! {
@@ -45,8 +43,8 @@ pin_project! {
         last: Option<Result<T, E>>,
         #[pin]
         first: Option<WithDeadline<Fut>>,
-        // The first copy's concurrency-limit slot.
-        first_permit: Option<Permit>,
+        // The first copy's ticket from the gate.
+        first_ticket: Ticket,
         hedges: Option<FuturesUnordered<Tagged<WithDeadline<Fut>>>>,
         #[pin]
         timer: Option<C::Sleep>,
@@ -56,24 +54,24 @@ pin_project! {
 }
 
 pin_project! {
-    /// One hedged copy, tagged with its attempt number, with its
-    /// concurrency-limit slot.
+    /// One hedged copy, tagged with its attempt number, with its ticket
+    /// from the gate.
     #[derive(Debug)]
     pub(crate) struct Tagged<Fut> {
         number: u32,
-        permit: Option<Permit>,
+        ticket: Ticket,
         #[pin]
         fut: Fut,
     }
 }
 
 impl<Fut: Future> Future for Tagged<Fut> {
-    type Output = (u32, Option<Permit>, Fut::Output);
+    type Output = (u32, Ticket, Fut::Output);
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         this.fut
             .poll(cx)
-            .map(|out| (*this.number, this.permit.take(), out))
+            .map(|out| (*this.number, std::mem::take(this.ticket), out))
     }
 }
 
@@ -117,7 +115,7 @@ where
             state: None,
             last: None,
             first: None,
-            first_permit: None,
+            first_ticket: Ticket::FREE,
             hedges: None,
             timer: None,
             timer_at: None,
@@ -163,7 +161,7 @@ where
                 && let Poll::Ready(out) = fut.poll(cx)
             {
                 this.first.set(None);
-                outcome = Some((1, this.first_permit.take(), out));
+                outcome = Some((1, std::mem::take(this.first_ticket), out));
             }
             if outcome.is_none()
                 && let Some(hedges) = this.hedges.as_mut()
@@ -171,12 +169,9 @@ where
             {
                 outcome = Some(done);
             }
-            if let Some((number, permit, out)) = outcome {
+            if let Some((number, ticket, out)) = outcome {
                 let verdict = this.classify.classify(&out);
-                if let Some(permit) = permit {
-                    let overloaded = verdict != Verdict::Success && this.classify.overloaded(&out);
-                    permit.finish(Signal::of(verdict, overloaded));
-                }
+                ticket.finish(&*this.classify, verdict, &out);
                 match this
                     .policy
                     .policy()
@@ -201,30 +196,15 @@ where
             let wake = loop {
                 match this.policy.policy().send_due_at(state, now) {
                     HedgeAction::Send(attempt) => {
-                        // The rate limit's admission first, then its slot:
-                        // a copy either has no room for is taken back,
-                        // never sent (a copy never waits for its turn).
-                        if let Some(rate) = this.policy.policy().limits().rate_limit()
-                            && let Err(refused) = rate.check()
-                        {
-                            this.policy.policy().withdraw_unadmitted(
-                                state,
-                                attempt.number,
-                                refused,
-                            );
-                            continue;
-                        }
-                        let permit = match this.policy.policy().limits().concurrency_limit() {
-                            None => None,
-                            Some(limit) => match limit.try_acquire() {
-                                Ok(permit) => Some(permit),
-                                Err(refused) => {
-                                    this.policy
-                                        .policy()
-                                        .withdraw(state, attempt.number, refused);
-                                    continue;
-                                }
-                            },
+                        // The gate, never waiting: a copy it does not
+                        // admit now is taken back, never sent.
+                        let policy = this.policy.policy();
+                        let ticket = match policy.limits().admit_now() {
+                            Ok(ticket) => ticket,
+                            Err(refused) => {
+                                policy.withdraw(state, attempt.number, refused);
+                                continue;
+                            }
                         };
                         sent_any = true;
                         // Each copy runs with the call's deadline as its ambient one.
@@ -237,13 +217,13 @@ where
                         let fut = WithDeadline::exactly(fut, attempt.deadline);
                         if attempt.number == 1 {
                             this.first.set(Some(fut));
-                            *this.first_permit = permit;
+                            *this.first_ticket = ticket;
                         } else {
                             this.hedges
                                 .get_or_insert_with(FuturesUnordered::new)
                                 .push(Tagged {
                                     number: attempt.number,
-                                    permit,
+                                    ticket,
                                     fut,
                                 });
                         }
@@ -318,7 +298,7 @@ where
             .as_ref()
             .map_or_else(HedgeStats::default, |s| s.stats(now));
         self.first.set(None);
-        *self.first_permit = None;
+        *self.first_ticket = Ticket::FREE;
         *self.hedges = None;
         self.timer.set(None);
         *self.done = true;

@@ -16,7 +16,7 @@ use crate::call::LimitRefused;
 use crate::clock::{Clock, SystemClock};
 use crate::config_error::ConfigError;
 use crate::control::RefusingFlag;
-use crate::control::sync::{AtomicU64, CachePadded, Ordering};
+use crate::sync::{AtomicU64, CachePadded, Ordering};
 
 const COMPONENT: &str = "concurrency limit";
 

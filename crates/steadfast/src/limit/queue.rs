@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use futures_util::task::AtomicWaker;
 
-use crate::control::sync::{AtomicU8, AtomicU64, Ordering};
+use crate::sync::{AtomicU8, AtomicU64, Ordering};
 
 const WAITING: u8 = 0;
 const GRANTED: u8 = 1;

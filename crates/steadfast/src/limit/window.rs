@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::algorithm::Window;
-use crate::control::sync::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, Ordering};
 
 /// How long and how full a window must be before it closes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

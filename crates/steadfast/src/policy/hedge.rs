@@ -6,14 +6,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{HedgeAction, HedgeDecision, HedgeDelay, HedgeState, Limits};
-use crate::call::{
-    Attempt, AttemptSet, Lend, LimitRefused, MAX_HEDGE_ATTEMPTS, StopReason, Verdict,
-};
+use crate::call::{Attempt, AttemptSet, Lend, MAX_HEDGE_ATTEMPTS, Refused, StopReason, Verdict};
 use crate::clock::{Clock, saturating_add};
 use crate::config_error::ConfigError;
 use crate::control::{Grant, RetryControl};
 use crate::deadline::Deadline;
-use crate::rate::RateRefused;
 
 #[cfg(doc)]
 use super::DEFAULT_MAX_DELAY;
@@ -441,20 +438,20 @@ impl HedgePolicy {
     }
 
     /// Takes back copy `number`, which [`send_due`](Self::send_due) just
-    /// handed out, because the concurrency limit had no slot for it: it
+    /// handed out, because the gate refused it ([`Limits::admit_now`]): it
     /// was never sent. It no longer counts as sent or in flight, no further
     /// copy is sent, the control gets its grant back, and the refusal is
-    /// kept for the call's error ([`HedgeState::limit_refused`]). With
-    /// nothing in flight, the next [`send_due`](Self::send_due) stops the
-    /// call as [`StopReason::LimitReached`]. A number that is not the last
-    /// copy handed out is ignored.
-    ///
-    /// The hedger takes a copy's slot without waiting in the limit's
-    /// queue: a hedge is worth sending now or not at all.
+    /// kept for the call's error ([`HedgeState::limit_refused`] for a
+    /// concurrency limit's, [`HedgeState::refused_by`] and
+    /// [`HedgeState::refused_for`] for a rate limit's). With nothing in
+    /// flight, the next [`send_due`](Self::send_due) stops the call as the
+    /// refusal says ([`Refused::reason`]: [`StopReason::LimitReached`] or
+    /// [`StopReason::Throttled`]). A number that is not the last copy
+    /// handed out is ignored.
     ///
     /// ```
     /// use std::time::Duration;
-    /// use steadfast::call::LimitRefused;
+    /// use steadfast::call::{LimitRefused, RateRefused};
     /// use steadfast::clock::VirtualClock;
     /// use steadfast::policy::HedgeAction;
     /// use steadfast::{HedgePolicy, StopReason};
@@ -464,54 +461,34 @@ impl HedgePolicy {
     /// let mut call = policy.start(&clock, None);
     /// let HedgeAction::Send(first) = policy.send_due(&mut call, &clock) else { unreachable!() };
     /// let refused = LimitRefused { by: "db", in_flight: 4, limit: 4, waited: Duration::ZERO };
-    /// policy.withdraw(&mut call, first.number, refused);
+    /// policy.withdraw(&mut call, first.number, refused.into());
     /// assert_eq!((call.sent(), call.limit_refused()), (0, Some(refused)));
     /// assert_eq!(policy.send_due(&mut call, &clock), HedgeAction::Stop(StopReason::LimitReached));
-    /// # Ok::<(), steadfast::ConfigError>(())
-    /// ```
-    pub fn withdraw(&self, state: &mut HedgeState, number: u32, refused: LimitRefused) {
-        if self.take_back(state, number) {
-            state.limited = Some(refused);
-            tracing::debug!(
-                attempt = number,
-                by = refused.by,
-                "steadfast: hedge copy got no slot"
-            );
-        }
-    }
-
-    /// Takes back copy `number`, which [`send_due`](Self::send_due) just
-    /// handed out, because the rate limit did not admit it: as
-    /// [`withdraw`](Self::withdraw), with the call stopping as
-    /// [`StopReason::Throttled`] (the limit's name in
-    /// [`HedgeState::refused_by`], its wait in [`HedgeState::refused_for`])
-    /// once nothing is in flight.
     ///
-    /// ```
-    /// use std::time::Duration;
-    /// use steadfast::clock::VirtualClock;
-    /// use steadfast::policy::HedgeAction;
-    /// use steadfast::rate::RateRefused;
-    /// use steadfast::{HedgePolicy, StopReason};
-    ///
-    /// let policy = HedgePolicy::builder(Duration::from_millis(10)).build()?;
-    /// let clock = VirtualClock::manual();
     /// let mut call = policy.start(&clock, None);
     /// let HedgeAction::Send(first) = policy.send_due(&mut call, &clock) else { unreachable!() };
     /// let refused = RateRefused { by: "maps api", retry_after: Some(Duration::from_millis(40)) };
-    /// policy.withdraw_unadmitted(&mut call, first.number, refused);
+    /// policy.withdraw(&mut call, first.number, refused.into());
     /// assert_eq!((call.sent(), call.refused_by(), call.refused_for()), (0, Some("maps api"), refused.retry_after));
     /// assert_eq!(policy.send_due(&mut call, &clock), HedgeAction::Stop(StopReason::Throttled));
     /// # Ok::<(), steadfast::ConfigError>(())
     /// ```
-    pub fn withdraw_unadmitted(&self, state: &mut HedgeState, number: u32, refused: RateRefused) {
+    ///
+    /// [`Limits::admit_now`]: crate::policy::Limits::admit_now
+    /// [`Refused::reason`]: crate::call::Refused::reason
+    pub fn withdraw(&self, state: &mut HedgeState, number: u32, refused: Refused) {
         if self.take_back(state, number) {
-            state.refused_by = Some(refused.by);
-            state.refused_for = refused.retry_after;
+            match refused {
+                Refused::Limit(limit) => state.limited = Some(limit),
+                Refused::Rate(rate) => {
+                    state.refused_by = Some(rate.by);
+                    state.refused_for = rate.retry_after;
+                }
+            }
             tracing::debug!(
                 attempt = number,
-                by = refused.by,
-                "steadfast: hedge copy not admitted by the rate limit"
+                by = refused.by(),
+                "steadfast: hedge copy not admitted"
             );
         }
     }

@@ -113,7 +113,7 @@ impl HedgeState {
     }
 
     /// How long the rate limit that refused a copy said it would go on
-    /// refusing it (see [`HedgePolicy::withdraw_unadmitted`]).
+    /// refusing it (see [`HedgePolicy::withdraw`]).
     #[must_use]
     pub fn refused_for(&self) -> Option<Duration> {
         self.refused_for

@@ -14,6 +14,9 @@
 //!   effective deadline, the wait a server's hint will really get
 //!   ([`Limits::wait`]), and what the control hears of each verdict
 //!   ([`Outcome::of`](crate::control::Outcome::of));
+//! - [`gate`]: the one admission before every attempt and hedged copy
+//!   (the rate limit, then the concurrency limit: [`Limits::admit`]), and
+//!   the [`Ticket`](gate::Ticket) an attempt holds while in flight;
 //! - [`Policy`]: what both are to an integration that runs calls under
 //!   either.
 //!
@@ -108,6 +111,7 @@
 
 mod call_state;
 mod decision;
+pub mod gate;
 mod hedge;
 mod hedge_delay;
 mod hedge_state;

@@ -7,7 +7,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use super::quota::Quota;
-use crate::ConfigError;
+use crate::config_error::ConfigError;
 
 /// One call to weigh against a fleet's quotas, as a
 /// [`FleetRateLimit`](super::FleetRateLimit) asks its backend.

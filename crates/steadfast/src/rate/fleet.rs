@@ -17,9 +17,9 @@ use super::keyed::{DEFAULT_MAX_KEYS, KeyedRateLimit};
 use super::limiter::DEFAULT_RATE_LIMIT_NAME;
 use super::over_limit::{Known, OverLimit};
 use super::quota::Quota;
-use super::refused::RateRefused;
-use crate::ConfigError;
+use crate::call::RateRefused;
 use crate::clock::{AsyncClock, Stopwatch};
+use crate::config_error::ConfigError;
 use crate::telemetry;
 
 /// How long a limit waits for its backend's answer unless told otherwise.

@@ -13,10 +13,10 @@ use super::key_map::KeyMap;
 use super::limiter::DEFAULT_RATE_LIMIT_NAME;
 use super::quota::MAX_QUOTAS;
 use super::quota::Quota;
-use super::refused::RateRefused;
-use crate::ConfigError;
+use crate::call::RateRefused;
 use crate::clock::AnyStopwatch;
 use crate::clock::{Clock, SystemClock};
+use crate::config_error::ConfigError;
 
 /// Shards of the key set: threads checking different keys rarely share a
 /// lock.

@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use super::gcra::{Cell, Step};
 use super::quota::Quota;
-use super::refused::RateRefused;
-use crate::ConfigError;
+use crate::call::RateRefused;
 use crate::clock::AnyStopwatch;
 use crate::clock::{Clock, SystemClock};
-use crate::control::sync::{AtomicU64, CachePadded, Ordering};
+use crate::config_error::ConfigError;
+use crate::sync::{AtomicU64, CachePadded, Ordering};
 
 /// The name a limit has unless given one.
 pub const DEFAULT_RATE_LIMIT_NAME: &str = "rate limit";

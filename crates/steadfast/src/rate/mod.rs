@@ -69,7 +69,6 @@ mod keyed;
 mod limiter;
 mod over_limit;
 mod quota;
-mod refused;
 
 #[cfg(all(test, not(loom)))]
 mod fleet_tests;
@@ -78,6 +77,7 @@ mod loom_tests;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
+pub use crate::call::RateRefused;
 pub use backend::{BackendError, Decision, QuotaBackend, QuotaCheck};
 pub use fleet::{
     DEFAULT_BACKEND_TIMEOUT, FleetRateLimit, FleetRateLimitBuilder, FleetRefused, FleetStats,
@@ -85,4 +85,3 @@ pub use fleet::{
 pub use keyed::{DEFAULT_MAX_KEYS, KeyedRateLimit, KeyedRateLimitBuilder};
 pub use limiter::{DEFAULT_RATE_LIMIT_NAME, RateLimit, RateLimitBuilder, Reservation};
 pub use quota::Quota;
-pub use refused::RateRefused;

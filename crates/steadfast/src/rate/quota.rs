@@ -4,7 +4,7 @@ use std::fmt;
 use std::time::Duration;
 
 use super::gcra::Cell;
-use crate::ConfigError;
+use crate::config_error::ConfigError;
 
 /// The most quotas one limit keeps (every kind: local, keyed, fleet).
 pub(crate) const MAX_QUOTAS: usize = 8;

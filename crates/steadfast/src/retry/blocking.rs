@@ -4,8 +4,8 @@ use std::time::Duration;
 use super::{Notice, Notify, Retry, cancel_reason, conclude};
 use crate::backoff::Schedule;
 use crate::call::{
-    Attempt, AttemptSet, Ended, Ending, Finish, Lend, Reported, RetryError, StopReason, Verdict,
-    ended_early,
+    Attempt, AttemptSet, Ended, Ending, Finish, Lend, Refused, Reported, RetryError, StopReason,
+    Verdict, ended_early,
 };
 use crate::cancel::CancelToken;
 use crate::classify::Classify;
@@ -13,7 +13,7 @@ use crate::clock::Clock;
 use crate::deadline::Deadline;
 use crate::fallback::future::{Next, fall_back};
 use crate::fallback::{Fallback, WithFallback};
-use crate::limit::{Permit, Signal};
+use crate::policy::gate::{Admission, Ticket};
 use crate::policy::{CallState, Decision, RetryPolicy};
 
 /// The result with the ending `state` and `stop` describe.
@@ -59,31 +59,21 @@ where
             // to make; the attempt's deadline is the ambient one, already in
             // force. A success needs no more than this (and, with a
             // concurrency limit, its slot).
-            // The rate limit's word first: a refusal goes to the full loop,
-            // which refuses it with its reason.
-            if policy
-                .limits()
-                .rate_limit()
-                .is_some_and(|rate| rate.check().is_err())
-            {
-                return self.call_on(None);
-            }
-            let permit = match policy.limits().concurrency_limit() {
-                None => None,
-                Some(limit) => match limit.try_take() {
-                    Some(permit) => Some(permit),
-                    None if limit.max_queue_wait().is_some() => return self.call_on(None),
-                    None => {
-                        let refused = limit.refusal(Duration::ZERO);
-                        let err = RetryError::limited(refused);
-                        let err = match self.options.name {
-                            Some(name) => err.with_name(name),
-                            None => err,
-                        };
-                        let (result, ending) = ended_early(Err(err));
-                        return O::finish(result, || ending);
-                    }
-                },
+            // The gate (no deadline to bound a wait by): a call that must
+            // wait, or is refused by a rate limit, goes to the full loop
+            // with the gate's answer.
+            let ticket = match policy.limits().admit(None, &self.clock) {
+                Admission::Admitted(ticket) => ticket,
+                Admission::Refused(Refused::Limit(refused)) => {
+                    let err = RetryError::limited(refused);
+                    let err = match self.options.name {
+                        Some(name) => err.with_name(name),
+                        None => err,
+                    };
+                    let (result, ending) = ended_early(Err(err));
+                    return O::finish(result, || ending);
+                }
+                admission => return self.call_on(Start::Admitting(admission)),
             };
             let attempt = Attempt {
                 number: 1,
@@ -93,9 +83,7 @@ where
             };
             let outcome = (self.op)(attempt);
             let verdict = self.classify.classify(&outcome);
-            if let Some(permit) = permit {
-                give_back(&self.classify, permit, verdict, &outcome);
-            }
+            ticket.finish(&self.classify, verdict, &outcome);
             return match outcome {
                 Ok(value) if verdict == Verdict::Success => {
                     O::finish(Ok(value), || Ending::FIRST_SUCCESS)
@@ -103,7 +91,7 @@ where
                 outcome => self.after_first(outcome, verdict),
             };
         }
-        self.call_on(None)
+        self.call_on(Start::Fresh)
     }
 
     /// The lean first attempt did not succeed: the full loop takes over.
@@ -111,22 +99,26 @@ where
     #[cold]
     #[inline(never)]
     fn after_first(self, outcome: Result<T, E>, verdict: Verdict) -> O::Output {
-        self.call_on(Some((outcome, verdict)))
+        self.call_on(Start::Made(outcome, verdict))
     }
 
     /// The full loop, then the output.
     #[inline(never)]
-    fn call_on(self, first: Option<(Result<T, E>, Verdict)>) -> O::Output {
-        let (result, ending) = self.run(first);
+    fn call_on(self, start: Start<T, E>) -> O::Output {
+        let (result, ending) = self.run(start);
         O::finish(result, || ending)
     }
 
-    /// The full loop; `first` is the first attempt's outcome when the lean
-    /// path already made it.
-    fn run(mut self, mut first: Option<(Result<T, E>, Verdict)>) -> Ended<T, E> {
+    /// The full loop, from where the lean path left the call.
+    fn run(mut self, start: Start<T, E>) -> Ended<T, E> {
         let policy = self.policy.policy();
         let name = self.options.name;
         let clock = &self.clock;
+        let (mut first, mut admission) = match start {
+            Start::Made(outcome, verdict) => (Some((outcome, verdict)), None),
+            Start::Admitting(admission) => (None, Some(admission)),
+            Start::Fresh => (None, None),
+        };
         let mut state = if first.is_some() {
             policy.start(clock, self.options.deadline)
         } else {
@@ -149,54 +141,33 @@ where
             let (outcome, verdict) = match first.take() {
                 Some(made) => made,
                 None => {
-                    // The rate limit's admission: at once, or after the turn
-                    // it booked (never past the deadline).
-                    if let Some(rate) = policy.limits().rate_limit() {
-                        let now = clock.now();
-                        let max = policy.limits().rate_limit_max_wait();
-                        let bound = state.deadline().map_or(max, |d| max.min(d.remaining(now)));
-                        match rate.reserve(1, bound) {
-                            Ok(turn) => {
-                                if !turn.wait().is_zero() {
-                                    state.mark_started(now);
-                                    if sleep(clock, turn.wait(), self.options.cancel.as_ref()) {
-                                        // Cancelled while waiting: the turn goes back.
-                                        drop(turn);
-                                        policy.abandon(&mut state);
-                                        let now = clock.now();
-                                        let reason = cancel_reason(&state, now);
-                                        let result =
-                                            conclude(last, reason, &state, now, name, false);
-                                        return ended(result, &state, Some(reason));
-                                    }
-                                }
-                                turn.admit();
-                            }
-                            Err(refused) => {
-                                policy.abandon(&mut state);
-                                let reason = StopReason::Throttled;
-                                let result =
-                                    conclude(last, reason, &state, clock.now(), name, false)
-                                        .map_err(|e| {
-                                            e.with_refused_by(Some(refused.by))
-                                                .with_refused_for(refused.retry_after)
-                                        });
-                                return ended(result, &state, Some(reason));
-                            }
-                        }
-                    }
-                    let permit = match take_slot(policy, &mut state, clock) {
-                        Ok(permit) => permit,
-                        Err(refused) => {
+                    let admission = admission
+                        .take()
+                        .unwrap_or_else(|| policy.limits().admit(state.deadline(), clock));
+                    let ticket = match wait_for(
+                        admission,
+                        policy,
+                        &mut state,
+                        clock,
+                        self.options.cancel.as_ref(),
+                    ) {
+                        Ok(ticket) => ticket,
+                        Err(stopped) => {
                             policy.abandon(&mut state);
                             let now = clock.now();
-                            let reason = if state.deadline().is_some_and(|d| d.is_expired(now)) {
-                                StopReason::Deadline
-                            } else {
-                                StopReason::LimitReached
+                            let (reason, refused) = match stopped {
+                                Stopped::Cancelled => (cancel_reason(&state, now), None),
+                                Stopped::Refused(refused) => {
+                                    let expired =
+                                        state.deadline().is_some_and(|d| d.is_expired(now));
+                                    (refused.reason(expired), Some(refused))
+                                }
                             };
-                            let result = conclude(last, reason, &state, now, name, false)
-                                .map_err(|e| e.with_limit_refused(Some(refused)));
+                            let result = conclude(last, reason, &state, now, name, false);
+                            let result = match refused {
+                                Some(refused) => result.map_err(|e| e.with_refusal(refused)),
+                                None => result,
+                            };
                             return ended(result, &state, Some(reason));
                         }
                     };
@@ -216,9 +187,7 @@ where
                         None => (self.op)(attempt),
                     };
                     let verdict = self.classify.classify(&outcome);
-                    if let Some(permit) = permit {
-                        give_back(&self.classify, permit, verdict, &outcome);
-                    }
+                    ticket.finish(&self.classify, verdict, &outcome);
                     (outcome, verdict)
                 }
             };
@@ -256,45 +225,49 @@ where
     }
 }
 
-/// The next attempt's slot of the policy's concurrency limit (`None`
-/// without a limit), waiting in its queue for up to its `max_wait` and the
-/// call's time left.
-fn take_slot<S, C: Clock>(
+/// Where the full loop starts: from nothing, from the gate's answer for
+/// the first attempt (the lean path asked, and must wait or was refused),
+/// or from the first attempt's outcome (the lean path made it).
+enum Start<T, E> {
+    Fresh,
+    Admitting(Admission),
+    Made(Result<T, E>, Verdict),
+}
+
+/// Why an attempt's admission ended the call.
+enum Stopped {
+    Cancelled,
+    Refused(Refused),
+}
+
+/// Waits on this thread as the gate's answer says (a rate limit's turn,
+/// then a place in the concurrency limit's queue), never past the call's
+/// deadline: the attempt's ticket, or why the call stops.
+fn wait_for<S, C: Clock>(
+    mut admission: Admission,
     policy: &RetryPolicy<S>,
     state: &mut CallState,
     clock: &C,
-) -> Result<Option<Permit>, crate::call::LimitRefused> {
-    let Some(limit) = policy.limits().concurrency_limit() else {
-        return Ok(None);
-    };
-    let wait = match (limit.max_queue_wait(), state.deadline()) {
-        (None, _) => Duration::ZERO,
-        (Some(max), None) => max,
-        (Some(max), Some(deadline)) => max.min(deadline.remaining(clock.now())),
-    };
-    if wait.is_zero() {
-        limit
-            .try_take()
-            .map(Some)
-            .ok_or_else(|| limit.refusal(Duration::ZERO))
-    } else {
-        if let Some(permit) = limit.try_take() {
-            return Ok(Some(permit));
-        }
-        state.mark_started(clock.now());
-        limit.acquire_blocking(wait).map(Some)
+    cancel: Option<&CancelToken>,
+) -> Result<Ticket, Stopped> {
+    loop {
+        admission = match admission {
+            Admission::Admitted(ticket) => return Ok(ticket),
+            Admission::Refused(refused) => return Err(Stopped::Refused(refused)),
+            Admission::Turn(turn) => {
+                state.mark_started(clock.now());
+                if sleep(clock, turn.wait(), cancel) {
+                    // Cancelled while waiting: the turn goes back.
+                    return Err(Stopped::Cancelled);
+                }
+                turn.take(policy.limits(), clock)
+            }
+            Admission::Queue(queue) => {
+                state.mark_started(clock.now());
+                return queue.wait_blocking().map_err(Stopped::Refused);
+            }
+        };
     }
-}
-
-/// Gives an attempt's slot back with what its outcome says ([`Signal::of`]).
-fn give_back<K: Classify<T, E>, T, E>(
-    classify: &K,
-    permit: Permit,
-    verdict: Verdict,
-    outcome: &Result<T, E>,
-) {
-    let overloaded = verdict != Verdict::Success && classify.overloaded(outcome);
-    permit.finish(Signal::of(verdict, overloaded));
 }
 
 /// Sleeps `delay` on `clock`; `true` when cut short by cancellation.

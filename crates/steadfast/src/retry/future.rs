@@ -3,7 +3,6 @@ use std::future::{Future, IntoFuture};
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use pin_project_lite::pin_project;
 
@@ -11,16 +10,15 @@ use super::blocking::{attempt_deadline, refused};
 use super::stage::{Boxed, OutOfLine, Phase, Running, RunningProj, Slot};
 use super::{Notice, Notify, Retry, cancel_reason, conclude};
 use crate::backoff::Schedule;
-use crate::call::LimitRefused;
 use crate::call::{
-    Attempt, AttemptSet, Ended, Ending, Finish, Lend, Operation, Plain, RetryError, StopReason,
-    Verdict, ended_early,
+    Attempt, AttemptSet, Ended, Ending, Finish, Lend, Operation, Plain, Refused, RetryError,
+    StopReason, Verdict, ended_early,
 };
 use crate::cancel::{CancelToken, Cancelled};
 use crate::classify::Classify;
 use crate::clock::AsyncClock;
 use crate::deadline::{Deadline, WithDeadline};
-use crate::limit::{ConcurrencyLimit, Permit, Signal};
+use crate::policy::gate::{Admission, Ticket};
 use crate::policy::{Decision, RetryPolicy};
 
 pin_project! {
@@ -85,11 +83,11 @@ pin_project! {
         /// Not polled yet.
         Unpolled,
         /// A lean call's first attempt, before any per-call state exists,
-        /// with its concurrency limit's slot if the policy has a limit.
+        /// with the gate's ticket (its slot, if the policy has a limit).
         Polling {
             #[pin]
             attempt: Fut,
-            permit: Option<Permit>,
+            ticket: Ticket,
         },
         /// Over: the call succeeded, stopped, or the running stage took over.
         Over,
@@ -243,7 +241,7 @@ where
         let mut first = this.first;
         loop {
             match first.as_mut().project() {
-                FirstProj::Polling { attempt, permit } => {
+                FirstProj::Polling { attempt, ticket } => {
                     // A cancel that races with the attempt's completion lets
                     // the completion win; otherwise it ends the call here.
                     let Poll::Ready(outcome) = attempt.poll(cx) else {
@@ -254,9 +252,7 @@ where
                         return Poll::Pending;
                     };
                     let verdict = core.classify.classify(&outcome);
-                    if let Some(permit) = permit.take() {
-                        core.give_back(permit, verdict, &outcome);
-                    }
+                    std::mem::take(ticket).finish(&core.classify, verdict, &outcome);
                     first.set(First::Over);
                     return match outcome {
                         Ok(value) if verdict == Verdict::Success => {
@@ -279,47 +275,30 @@ where
                             first.set(First::Over);
                             return Poll::Ready(finish::<O, T, E>(core.cancelled_lean(false)));
                         }
-                        // The rate limit's word first: a refusal goes to the
-                        // running stage, which refuses it with its reason.
-                        if core
-                            .policy
-                            .policy()
-                            .limits()
-                            .rate_limit()
-                            .is_some_and(|rate| rate.check().is_err())
-                        {
-                            first.set(First::Over);
-                            return core
-                                .begin(this.running, cx)
-                                .map(|(r, e)| O::finish(r, || e));
-                        }
-                        let permit = match core.policy.policy().limits().concurrency_limit() {
-                            None => None,
-                            Some(limit) => match limit.try_take() {
-                                Some(permit) => Some(permit),
-                                None if limit.max_queue_wait().is_some() => {
-                                    // Full, with a queue: the running stage waits in it.
-                                    first.set(First::Over);
-                                    return core
-                                        .begin(this.running, cx)
-                                        .map(|(r, e)| O::finish(r, || e));
-                                }
-                                None => {
-                                    first.set(First::Over);
-                                    let refused = limit.refusal(Duration::ZERO);
-                                    return Poll::Ready(finish::<O, T, E>(Err(
-                                        core.limited(refused)
-                                    )));
-                                }
-                            },
+                        // The gate (no deadline to bound a wait by): a call
+                        // that must wait, or is refused by a rate limit, goes
+                        // to the running stage with the gate's answer.
+                        let limits = core.policy.policy().limits();
+                        let ticket = match limits.admit(None, &core.clock) {
+                            Admission::Admitted(ticket) => ticket,
+                            Admission::Refused(Refused::Limit(refused)) => {
+                                first.set(First::Over);
+                                return Poll::Ready(finish::<O, T, E>(Err(core.limited(refused))));
+                            }
+                            admission => {
+                                first.set(First::Over);
+                                return core
+                                    .begin(this.running, Some(admission), cx)
+                                    .map(|(r, e)| O::finish(r, || e));
+                            }
                         };
                         let attempt = core.op.attempt(Attempt::new(1));
-                        first.set(First::Polling { attempt, permit });
+                        first.set(First::Polling { attempt, ticket });
                         continue;
                     }
                     first.set(First::Over);
                     return core
-                        .begin(this.running, cx)
+                        .begin(this.running, None, cx)
                         .map(|(r, e)| O::finish(r, || e));
                 }
                 FirstProj::Over => {
@@ -365,19 +344,11 @@ where
             .is_some_and(|c| Pin::new(c).poll(cx).is_ready())
     }
 
-    /// Gives an attempt's slot back with what its outcome, judged
-    /// `verdict`, says of the dependency ([`Signal::of`]).
-    #[inline]
-    fn give_back(&self, permit: Permit, verdict: Verdict, outcome: &Result<T, E>) {
-        let overloaded = verdict != Verdict::Success && self.classify.overloaded(outcome);
-        permit.finish(Signal::of(verdict, overloaded));
-    }
-
     /// The error of a lean call whose first attempt the concurrency limit
     /// refused: inline, without an allocation.
     #[cold]
     #[inline(never)]
-    fn limited(&self, refused: LimitRefused) -> RetryError<E> {
+    fn limited(&self, refused: crate::call::LimitRefused) -> RetryError<E> {
         let err = RetryError::limited(refused);
         match self.name {
             Some(name) => err.with_name(name),
@@ -405,12 +376,14 @@ where
         )
     }
 
-    /// A call that is not lean: asks the control, starts the per-call
-    /// state, then runs.
+    /// A call that is not lean, or a lean one the gate did not admit at
+    /// once (`admission`: its answer): asks the control, starts the
+    /// per-call state, then runs.
     #[inline(never)]
     fn begin(
         &mut self,
         slot: &mut Slot<Fut, C::Sleep, N::Future, T, E>,
+        admission: Option<Admission>,
         cx: &mut Context<'_>,
     ) -> Output<T, E> {
         if self.is_cancelled() {
@@ -426,7 +399,11 @@ where
         };
         let mut run = Box::pin(Running::new(call));
         let mut proj = run.as_mut().project();
-        if let Err(done) = self.start_attempt(&mut proj) {
+        let admitted = match admission {
+            Some(admission) => self.enter(&mut proj, admission),
+            None => self.start_attempt(&mut proj),
+        };
+        if let Err(done) = admitted {
             return Poll::Ready((done, ending(&proj)));
         }
         self.keep_running(slot, run, cx)
@@ -500,9 +477,7 @@ where
                     let (outcome, verdict) = match fut.poll(cx) {
                         Poll::Ready(outcome) => {
                             let verdict = self.classify.classify(&outcome);
-                            if let Some(permit) = run.permit.take() {
-                                self.give_back(permit, verdict, &outcome);
-                            }
+                            std::mem::take(run.ticket).finish(&self.classify, verdict, &outcome);
                             run.attempt.set(None);
                             run.timer.set(None);
                             *run.timed_out = false;
@@ -514,10 +489,8 @@ where
                                     run.attempt.set(None);
                                     run.timer.set(None);
                                     *run.timed_out = true;
-                                    if let Some(permit) = run.permit.take() {
-                                        // Cut off by its timeout: a drop.
-                                        permit.finish(Signal::Dropped);
-                                    }
+                                    // Cut off by its timeout: a drop.
+                                    std::mem::take(run.ticket).timed_out();
                                     let now = self.clock.now();
                                     if run.call.deadline().is_some_and(|d| d.is_expired(now)) {
                                         // The call's own deadline, not just the attempt's: stop.
@@ -577,14 +550,14 @@ where
                     };
                     *run.acquire = None;
                     run.timer.set(None);
-                    match got {
-                        Ok(permit) => {
-                            *run.permit = Some(permit);
+                    match Ticket::admitted(got) {
+                        Ok(ticket) => {
+                            *run.ticket = ticket;
                             if let Err(done) = self.launch(run) {
                                 return Poll::Ready(done);
                             }
                         }
-                        Err(refused) => return Poll::Ready(self.refused_slot(run, refused)),
+                        Err(refused) => return Poll::Ready(self.refused(run, refused)),
                     }
                 }
                 Phase::RateWait => {
@@ -594,10 +567,11 @@ where
                         }
                         run.timer.set(None);
                     }
-                    if let Some(turn) = run.turn.take() {
-                        turn.admit();
-                    }
-                    if let Err(done) = self.take_slot(run) {
+                    let Some(turn) = run.turn.take() else {
+                        unreachable!("a booked turn in phase RateWait");
+                    };
+                    let admission = turn.take(self.policy.policy().limits(), &self.clock);
+                    if let Err(done) = self.enter(run, admission) {
                         return Poll::Ready(done);
                     }
                 }
@@ -655,118 +629,70 @@ where
         }
     }
 
-    /// Has the next attempt admitted by the rate limit, if the policy has
-    /// one (waiting for its turn in phase `RateWait`, or ending the call if
-    /// it gets none), then takes its slot and makes it.
+    /// Asks the gate for the next attempt, and acts on its answer.
     fn start_attempt(
         &mut self,
         run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
     ) -> Result<(), Result<T, RetryError<E>>> {
-        let limits = self.policy.policy().limits();
-        if let Some(rate) = limits.rate_limit() {
-            let now = self.clock.now();
-            let mut bound = limits.rate_limit_max_wait();
-            if !self.clock.can_sleep() {
-                bound = Duration::ZERO;
-            }
-            if let Some(d) = run.call.deadline() {
-                bound = bound.min(d.remaining(now));
-            }
-            match rate.reserve(1, bound) {
-                Ok(turn) if turn.wait().is_zero() => turn.admit(),
-                Ok(turn) => {
-                    run.call.mark_started(now);
-                    run.timer.set(Some(self.clock.sleep(turn.wait())));
-                    *run.turn = Some(turn);
-                    *run.phase = Phase::RateWait;
-                    return Ok(());
-                }
-                Err(refused) => return Err(self.refused_rate(run, refused)),
-            }
-        }
-        self.take_slot(run)
+        let deadline = run.call.deadline();
+        let admission = self.policy.policy().limits().admit(deadline, &self.clock);
+        self.enter(run, admission)
     }
 
-    /// Ends a call whose next attempt the rate limit did not admit: the
-    /// grant it held goes back to the control; the stop is
-    /// [`StopReason::Throttled`], with the limit's name and the time until
-    /// the attempt would have been admitted.
-    #[cold]
-    fn refused_rate(
+    /// Acts on the gate's answer for the next attempt: makes it, waits for
+    /// the rate limit's turn (phase `RateWait`) or in the concurrency
+    /// limit's queue (phase `Queue`), or ends the call. A wait this clock
+    /// [cannot make](AsyncClock::can_sleep) here is a refusal.
+    fn enter(
         &mut self,
         run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
-        refused: crate::rate::RateRefused,
+        admission: Admission,
+    ) -> Result<(), Result<T, RetryError<E>>> {
+        match admission {
+            Admission::Admitted(ticket) => {
+                *run.ticket = ticket;
+                self.launch(run)
+            }
+            Admission::Turn(turn) if self.clock.can_sleep() => {
+                run.call.mark_started(self.clock.now());
+                run.timer.set(Some(self.clock.sleep(turn.wait())));
+                *run.turn = Some(turn);
+                *run.phase = Phase::RateWait;
+                Ok(())
+            }
+            Admission::Queue(queue) if self.clock.can_sleep() => {
+                let now = self.clock.now();
+                run.call.mark_started(now);
+                run.timer.set(Some(self.clock.sleep(queue.bound())));
+                *run.acquire = Some((queue.enter(), now));
+                *run.phase = Phase::Queue;
+                Ok(())
+            }
+            Admission::Turn(turn) => {
+                let refused = turn.give_up(self.policy.policy().limits());
+                Err(self.refused(run, refused))
+            }
+            Admission::Queue(queue) => Err(self.refused(run, queue.give_up())),
+            Admission::Refused(refused) => Err(self.refused(run, refused)),
+        }
+    }
+
+    /// Ends a call whose next attempt the gate refused: the grant it held
+    /// goes back to the control; the stop and the error say who refused
+    /// ([`Refused::reason`], [`RetryError::with_refusal`]).
+    #[cold]
+    fn refused(
+        &mut self,
+        run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
+        refused: Refused,
     ) -> Result<T, RetryError<E>> {
         self.policy.policy().abandon(run.call);
-        self.finish(run, StopReason::Throttled).map_err(|e| {
-            e.with_refused_by(Some(refused.by))
-                .with_refused_for(refused.retry_after)
-        })
-    }
-
-    /// Takes the next attempt's slot of the concurrency limit, if the
-    /// policy has one, and makes the attempt; or waits in the limit's queue
-    /// for the slot (phase `Queue`); or ends the call when there is none.
-    fn take_slot(
-        &mut self,
-        run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
-    ) -> Result<(), Result<T, RetryError<E>>> {
-        if let Some(limit) = self.policy.policy().limits().concurrency_limit() {
-            match limit.try_take() {
-                Some(permit) => *run.permit = Some(permit),
-                None => {
-                    let limit = limit.clone();
-                    return self.queue(run, &limit);
-                }
-            }
-        }
-        self.launch(run)
-    }
-
-    /// Every slot is taken: waits in the limit's queue, for at most its
-    /// `max_wait` and the call's time left, or ends the call now.
-    #[cold]
-    fn queue(
-        &mut self,
-        run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
-        limit: &ConcurrencyLimit,
-    ) -> Result<(), Result<T, RetryError<E>>> {
-        let wait = limit.max_queue_wait().filter(|_| self.clock.can_sleep());
-        let Some(max_wait) = wait else {
-            return Err(self.refused_slot(run, limit.refusal(Duration::ZERO)));
-        };
-        let now = self.clock.now();
-        let wait = run
+        let expired = run
             .call
             .deadline()
-            .map_or(max_wait, |d| max_wait.min(d.remaining(now)));
-        if wait.is_zero() {
-            return Err(self.refused_slot(run, limit.refusal(Duration::ZERO)));
-        }
-        run.call.mark_started(now);
-        *run.acquire = Some((limit.acquire(), now));
-        run.timer.set(Some(self.clock.sleep(wait)));
-        *run.phase = Phase::Queue;
-        Ok(())
-    }
-
-    /// Ends a call whose next attempt got no slot: the grant it held goes
-    /// back to the control; the stop is the deadline's if the deadline has
-    /// passed meanwhile, the limit's otherwise.
-    fn refused_slot(
-        &mut self,
-        run: &mut RunningProj<'_, Fut, C::Sleep, N::Future, T, E>,
-        refused: LimitRefused,
-    ) -> Result<T, RetryError<E>> {
-        self.policy.policy().abandon(run.call);
-        let now = self.clock.now();
-        let reason = if run.call.deadline().is_some_and(|d| d.is_expired(now)) {
-            StopReason::Deadline
-        } else {
-            StopReason::LimitReached
-        };
-        self.finish(run, reason)
-            .map_err(|e| e.with_limit_refused(Some(refused)))
+            .is_some_and(|d| d.is_expired(self.clock.now()));
+        self.finish(run, refused.reason(expired))
+            .map_err(|e| e.with_refusal(refused))
     }
 
     /// Makes the next attempt's future, with a timer for its deadline if it
@@ -835,7 +761,8 @@ where
         run.timer.set(None);
         run.hook.set(None);
         *run.acquire = None;
-        *run.permit = None;
+        *run.turn = None;
+        *run.ticket = Ticket::FREE;
         let reason = cancel_reason(run.call, now);
         *run.stop = Some(reason);
         conclude(run.last.take(), reason, run.call, now, self.name, false)

@@ -11,9 +11,9 @@ use pin_project_lite::pin_project;
 
 use crate::call::{StopReason, Verdict};
 use crate::deadline::WithDeadline;
-use crate::limit::{Acquire, Permit};
+use crate::limit::Acquire;
 use crate::policy::CallState;
-use crate::rate::Reservation;
+use crate::policy::gate::{Ticket, Turn};
 
 #[cfg(doc)]
 use super::{Retry, RetryFuture};
@@ -75,14 +75,14 @@ pin_project! {
         pub(super) last: Option<Result<T, E>>,
         pub(super) timed_out: bool,
         pub(super) phase: Phase,
-        // The concurrency limit's slot of the attempt in flight.
-        pub(super) permit: Option<Permit>,
+        // The gate's ticket of the attempt in flight.
+        pub(super) ticket: Ticket,
         // The wait for a slot in the limit's queue (phase `Queue`), and when
         // it began.
         pub(super) acquire: Option<(Acquire, Instant)>,
         // The rate limit's booking of the next attempt's turn (phase
         // `RateWait`); dropped with the call, it gives the turn back.
-        pub(super) turn: Option<Reservation>,
+        pub(super) turn: Option<Turn>,
         // The attempt in flight (phase `Attempt`).
         #[pin]
         pub(super) attempt: Option<WithDeadline<Fut>>,
@@ -105,7 +105,7 @@ impl<Fut, S, H, T, E> Running<Fut, S, H, T, E> {
             last: None,
             timed_out: false,
             phase: Phase::Attempt,
-            permit: None,
+            ticket: Ticket::FREE,
             acquire: None,
             turn: None,
             attempt: None,

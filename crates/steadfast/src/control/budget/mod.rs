@@ -9,10 +9,10 @@ use std::fmt;
 use std::time::Duration;
 
 use super::slots::{Counter, TimeWindow};
-use super::sync::{AtomicI64, AtomicU64, Ordering, StripedCounter};
 use super::{Grant, Outcome, Refusal, RefusingFlag, RetryControl, report_transition};
 use crate::clock::{Clock, Stopwatch, SystemClock};
 use crate::config_error::ConfigError;
+use crate::sync::{AtomicI64, AtomicU64, Ordering, StripedCounter};
 
 const NAME: &str = "retry budget";
 

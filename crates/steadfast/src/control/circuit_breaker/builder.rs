@@ -9,7 +9,7 @@ use super::{CircuitBreaker, DEFAULT_NAME};
 use crate::backoff::Backoff;
 use crate::clock::{Clock, Stopwatch, SystemClock};
 use crate::config_error::ConfigError;
-use crate::control::sync::{AtomicU64, CachePadded, StripedCounter};
+use crate::sync::{AtomicU64, CachePadded, StripedCounter};
 
 /// The sampling window of a [`CircuitBreaker`]: the outcomes its failure
 /// ratio is computed over.

@@ -19,11 +19,11 @@ pub use state::BreakerState;
 use self::state::{Word, deadline, deadline_of};
 use self::threshold::Threshold;
 use self::window::Window;
-use super::sync::{AtomicU64, CachePadded, Ordering, StripedCounter};
 use super::{Grant, Outcome, Refusal, RetryControl};
 use crate::backoff::Schedule;
 use crate::clock::{Clock, Stopwatch, SystemClock};
 use crate::rng::Rng;
+use crate::sync::{AtomicU64, CachePadded, Ordering, StripedCounter};
 
 const DEFAULT_NAME: &str = "circuit breaker";
 const NANOS_PER_MILLI: u64 = 1_000_000;

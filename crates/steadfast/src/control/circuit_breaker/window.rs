@@ -17,7 +17,7 @@
 
 use std::time::Duration;
 
-use crate::control::sync::{AtomicU64, CachePadded, Ordering};
+use crate::sync::{AtomicU64, CachePadded, Ordering};
 
 /// Slots per window.
 pub(super) const SLOTS: u64 = 10;

@@ -1,6 +1,7 @@
-//! The atomics the controls are built on: `std`'s normally, `loom`'s under
-//! `--cfg loom`, so the model checker can explore every interleaving of the
-//! very code that ships.
+//! The atomics every lock-free part of the crate is built on (the
+//! controls, the concurrency and rate limits, the chaos's ceiling):
+//! `std`'s normally, `loom`'s under `--cfg loom`, so the model checker can
+//! explore every interleaving of the very code that ships.
 //!
 //! Run the model tests with:
 //!

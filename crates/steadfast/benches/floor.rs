@@ -1,0 +1,185 @@
+//! The success path at its floor: a first attempt that succeeds, through
+//! steadfast's executors beside the peers the targets are set against
+//! (backon's blocking retry; tower's `Retry` awaited on a runtime), in one
+//! criterion run, as users run them:
+//!
+//! - `blocking`: the call on the bench's thread;
+//! - `runtime`: each contender's future awaited inside a tokio
+//!   current-thread runtime's `block_on` (criterion's `to_async`).
+//!
+//! Each steadfast row has a twin with the features a caller may configure
+//! and not need on this call: `+fb+chaos` (a fallback, which a success
+//! never reaches, and a chaos switched off) and `+limits` (a concurrency
+//! limit and a rate limit, both with room: one slot taken and given back,
+//! one turn taken, on every call).
+//!
+//! The same file builds against an earlier commit (it uses only API that
+//! has not changed since the concurrency limits), so `bash
+//! crates/steadfast/benches/floor-vs REV` runs this commit's and REV's
+//! binaries alternately. Ratios go to BENCHMARKS.md.
+#![allow(
+    clippy::unwrap_used,
+    clippy::semicolon_if_nothing_returned,
+    missing_docs
+)]
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use steadfast::chaos::Chaos;
+use steadfast::clock::TokioClock;
+use steadfast::fallback;
+use steadfast::limit::ConcurrencyLimit;
+use steadfast::rate::{Quota, RateLimit};
+use steadfast::retry::{BlockingRetryable, Retryable};
+use steadfast::{Attempt, RetryPolicy};
+
+fn op(x: u64) -> Result<u64, std::io::Error> {
+    Ok(x.wrapping_add(1))
+}
+
+async fn op_async(x: u64) -> Result<u64, std::io::Error> {
+    Ok(x.wrapping_add(1))
+}
+
+/// Four attempts, the default backoff: the policy of record.
+fn plain() -> RetryPolicy {
+    RetryPolicy::builder().max_attempts(4).build().unwrap()
+}
+
+/// The same, with a concurrency limit and a rate limit that always have room.
+fn limited() -> RetryPolicy {
+    let quota = Quota::per_second(u32::MAX).unwrap();
+    RetryPolicy::builder()
+        .max_attempts(4)
+        .concurrency_limit(ConcurrencyLimit::fixed(1 << 20).build().unwrap())
+        .rate_limit(RateLimit::new(quota))
+        .build()
+        .unwrap()
+}
+
+/// A chaos that injects a latency and an error into every call once turned
+/// on, and is not.
+fn chaos_off() -> Chaos<u64, std::io::Error> {
+    Chaos::builder()
+        .latency(1.0, Duration::from_millis(5))
+        .error(1.0, || std::io::Error::other("injected"))
+        .build()
+        .unwrap()
+}
+
+/// tower's retry policy: up to `n` attempts of any error.
+#[derive(Clone)]
+struct TowerAttempts(u32);
+
+impl<Req: Clone, Res, E> tower::retry::Policy<Req, Res, E> for TowerAttempts {
+    type Future = std::future::Ready<()>;
+    fn retry(&mut self, _: &mut Req, result: &mut Result<Res, E>) -> Option<Self::Future> {
+        match result {
+            Ok(_) => None,
+            Err(_) if self.0 > 1 => {
+                self.0 -= 1;
+                Some(std::future::ready(()))
+            }
+            Err(_) => None,
+        }
+    }
+    fn clone_request(&mut self, req: &Req) -> Option<Req> {
+        Some(req.clone())
+    }
+}
+
+fn blocking(c: &mut Criterion) {
+    let policy = plain();
+    let limited = limited();
+    let mut g = c.benchmark_group("floor_blocking");
+    g.bench_function("direct", |b| b.iter(|| op(black_box(1))));
+    g.bench_function("steadfast", |b| {
+        b.iter(|| {
+            (|_: Attempt| op(black_box(1)))
+                .retry_blocking(&policy)
+                .call()
+        })
+    });
+    g.bench_function("steadfast +fb", |b| {
+        b.iter(|| {
+            (|_: Attempt| op(black_box(1)))
+                .retry_blocking(&policy)
+                .fallback(fallback::value(0))
+                .call()
+        })
+    });
+    g.bench_function("steadfast +limits", |b| {
+        b.iter(|| {
+            (|_: Attempt| op(black_box(1)))
+                .retry_blocking(&limited)
+                .call()
+        })
+    });
+    g.bench_function("backon", |b| {
+        b.iter(|| {
+            backon::BlockingRetryable::retry(
+                || op(black_box(1)),
+                backon::ExponentialBuilder::default().with_max_times(3),
+            )
+            .call()
+        })
+    });
+    g.finish();
+}
+
+fn runtime(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let policy = plain();
+    let limited = limited();
+    let chaos = chaos_off();
+    let (policy, limited, chaos) = (&policy, &limited, &chaos);
+    let mut g = c.benchmark_group("floor_runtime");
+    g.bench_function("direct", |b| {
+        b.to_async(&rt)
+            .iter(|| async { op_async(black_box(1)).await })
+    });
+    g.bench_function("steadfast", |b| {
+        b.to_async(&rt)
+            .iter(|| async { (|_: Attempt| op_async(black_box(1))).retry(policy).await })
+    });
+    g.bench_function("steadfast +fb+chaos", |b| {
+        b.to_async(&rt).iter(|| async {
+            chaos
+                .wrap(|_: Attempt| op_async(black_box(1)), TokioClock)
+                .retry(policy)
+                .fallback(fallback::value(0))
+                .await
+        })
+    });
+    g.bench_function("steadfast +limits", |b| {
+        b.to_async(&rt)
+            .iter(|| async { (|_: Attempt| op_async(black_box(1))).retry(limited).await })
+    });
+    g.bench_function("tower", |b| {
+        use tower::Service;
+        let svc = std::cell::RefCell::new(tower::retry::Retry::new(
+            TowerAttempts(4),
+            tower::service_fn(|x: u64| op_async(x)),
+        ));
+        // The call's future owns what it needs; the service is not borrowed across it.
+        b.to_async(&rt).iter(|| svc.borrow_mut().call(black_box(1)))
+    });
+    g.bench_function("backon", |b| {
+        b.to_async(&rt).iter(|| async {
+            backon::Retryable::retry(
+                || op_async(black_box(1)),
+                backon::ExponentialBuilder::default().with_max_times(3),
+            )
+            .await
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, blocking, runtime);
+criterion_main!(benches);

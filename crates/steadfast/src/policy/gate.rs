@@ -1,0 +1,337 @@
+//! The gate: the one admission every attempt and hedged copy passes before
+//! it is sent, and the [`Ticket`] it holds while it is in flight.
+//!
+//! Every executor (the async retry future, the blocking loop, the hedger,
+//! the tower layers, the HTTP attempt service, the simulator) asks
+//! [`Limits::admit`] before each attempt and copy, and finishes the ticket
+//! it gets with the attempt's verdict ([`Ticket::finish`]); none asks a
+//! limit itself. A new kind of admission is one more step here.
+//!
+//! The steps, in this order:
+//!
+//! 0. **the retry control**, which is part of the decision to go at all, so
+//!    the policy asks it before the gate: `admit_and_start` for a call's
+//!    first attempt, [`decide`](crate::RetryPolicy::decide) for a retry,
+//!    [`send_due`](crate::HedgePolicy::send_due) for a hedged copy (its
+//!    refusal is a decision, [`StopReason::Throttled`](crate::StopReason::Throttled),
+//!    and its grant goes back through the policy's `abandon` or `withdraw`
+//!    when the gate then refuses);
+//! 1. **the rate limit**: a turn now, a turn booked for later
+//!    ([`Admission::Turn`], only for an attempt that may wait), or a
+//!    refusal. It comes before the slot so that an attempt waiting for its
+//!    turn holds no slot others could use;
+//! 2. **the concurrency limit**: a slot now, a place in its queue
+//!    ([`Admission::Queue`], only for an attempt that may wait, under a
+//!    limit with a queue), or a refusal.
+//!
+//! The gate has two modes: [`Limits::admit`] for a first attempt or a
+//! retry, which may wait (never past the call's deadline), and
+//! [`Limits::admit_now`] for a hedged copy, which never waits (a copy is
+//! worth sending now or not at all). A refusal is one
+//! [`Refused`], which every executor turns into the call's stop the same
+//! way ([`Refused::reason`], [`RetryError::with_refusal`](crate::RetryError::with_refusal)).
+//!
+//! ```
+//! use steadfast::Verdict;
+//! use steadfast::classify::AnyError;
+//! use steadfast::clock::VirtualClock;
+//! use steadfast::limit::ConcurrencyLimit;
+//! use steadfast::policy::gate::Admission;
+//! use steadfast::policy::Limits;
+//!
+//! let limits = Limits::default().with_concurrency_limit(ConcurrencyLimit::fixed(1).build()?);
+//! let clock = VirtualClock::manual();
+//! let Admission::Admitted(ticket) = limits.admit(None, &clock) else { unreachable!() };
+//! // The one slot is held: a hedged copy, which never waits, is refused.
+//! let refused = limits.admit_now().unwrap_err();
+//! assert_eq!(refused.by(), "concurrency limit");
+//! // The attempt ends; its ticket gives the slot back, telling the limit what it showed.
+//! let outcome: Result<(), &str> = Ok(());
+//! ticket.finish(&AnyError, Verdict::Success, &outcome);
+//! assert!(limits.admit_now().is_ok());
+//! # Ok::<(), steadfast::ConfigError>(())
+//! ```
+
+use std::fmt;
+use std::time::Duration;
+
+use super::limits::Limits;
+use crate::call::{Refused, Verdict};
+use crate::classify::Classify;
+use crate::clock::Clock;
+use crate::deadline::Deadline;
+use crate::limit::{Acquire, ConcurrencyLimit, Permit, Signal};
+use crate::rate::Reservation;
+
+/// The gate's answer for one attempt ([`Limits::admit`]).
+#[must_use = "an admission holds a rate limit's turn or a slot until it is used or dropped"]
+#[derive(Debug)]
+pub enum Admission {
+    /// Send it now, holding this ticket until its outcome is known.
+    Admitted(Ticket),
+    /// The rate limit booked a turn [`Turn::wait`] from now: wait that
+    /// long, then [`Turn::take`] it (which asks the concurrency limit).
+    /// Dropped instead, the turn goes back to the limit.
+    Turn(Turn),
+    /// Every slot of the concurrency limit is taken: wait in its queue, up
+    /// to [`Queue::bound`] ([`Queue::enter`] async, [`Queue::wait_blocking`]
+    /// on a thread).
+    Queue(Queue),
+    /// Not to be sent.
+    Refused(Refused),
+}
+
+impl Limits {
+    /// The gate, for an attempt that may wait (a first attempt or a
+    /// retry): asks the rate limit, then the concurrency limit (see [the
+    /// module](self)), and says whether the attempt may go now, how it may
+    /// wait (for the rate limit's turn up to its
+    /// [`rate_limit_max_wait`](Self::rate_limit_max_wait), in the
+    /// concurrency limit's queue up to its
+    /// [`max_queue_wait`](ConcurrencyLimit::max_queue_wait); neither past
+    /// `deadline`), or who refused it.
+    ///
+    /// Costs two `Option` checks for limits with neither; reads `clock`
+    /// only when a wait is possible and there is a deadline to bound it by.
+    #[inline]
+    pub fn admit<C: Clock>(&self, deadline: Option<Deadline>, clock: &C) -> Admission {
+        if let Some(rate) = self.rate_limit() {
+            let max_wait = self.rate_limit_max_wait();
+            if max_wait.is_zero() {
+                if let Err(refused) = rate.check() {
+                    return Admission::Refused(Refused::Rate(refused));
+                }
+            } else {
+                match rate.reserve(1, bounded(max_wait, deadline, clock)) {
+                    Ok(turn) if turn.wait().is_zero() => turn.admit(),
+                    Ok(turn) => {
+                        return Admission::Turn(Turn {
+                            reservation: turn,
+                            deadline,
+                        });
+                    }
+                    Err(refused) => return Admission::Refused(Refused::Rate(refused)),
+                }
+            }
+        }
+        self.admit_slot(deadline, clock)
+    }
+
+    /// The gate, for an attempt that never waits (a hedged copy): the
+    /// rate limit, then the concurrency limit, each now or never.
+    ///
+    /// # Errors
+    /// The step that had no room now, as one [`Refused`].
+    #[inline]
+    pub fn admit_now(&self) -> Result<Ticket, Refused> {
+        if let Some(rate) = self.rate_limit() {
+            rate.check().map_err(Refused::Rate)?;
+        }
+        match self.concurrency_limit() {
+            None => Ok(Ticket::FREE),
+            Some(limit) => limit
+                .try_acquire()
+                .map(Ticket::from)
+                .map_err(Refused::Limit),
+        }
+    }
+
+    /// Step 2 alone: the concurrency limit's slot.
+    #[inline]
+    fn admit_slot<C: Clock>(&self, deadline: Option<Deadline>, clock: &C) -> Admission {
+        let Some(limit) = self.concurrency_limit() else {
+            return Admission::Admitted(Ticket::FREE);
+        };
+        match limit.try_take() {
+            Some(permit) => Admission::Admitted(Ticket::from(permit)),
+            None => full(limit, deadline, clock),
+        }
+    }
+}
+
+/// Every slot of `limit` is taken: a place in its queue, or the refusal.
+#[cold]
+#[inline(never)]
+fn full<C: Clock>(limit: &ConcurrencyLimit, deadline: Option<Deadline>, clock: &C) -> Admission {
+    let bound = limit.max_queue_wait().map_or(Duration::ZERO, |max_wait| {
+        bounded(max_wait, deadline, clock)
+    });
+    if bound.is_zero() {
+        return Admission::Refused(Refused::Limit(limit.refusal(Duration::ZERO)));
+    }
+    Admission::Queue(Queue {
+        limit: limit.clone(),
+        bound,
+    })
+}
+
+/// `max_wait`, cut to the time left before `deadline` (read from `clock`
+/// only when there is one).
+fn bounded<C: Clock>(max_wait: Duration, deadline: Option<Deadline>, clock: &C) -> Duration {
+    match deadline {
+        Some(deadline) => max_wait.min(deadline.remaining(clock.now())),
+        None => max_wait,
+    }
+}
+
+/// A turn the rate limit booked for an attempt ([`Admission::Turn`]).
+#[must_use = "a turn dropped untaken gives itself back"]
+#[derive(Debug)]
+pub struct Turn {
+    reservation: Reservation,
+    deadline: Option<Deadline>,
+}
+
+impl Turn {
+    /// How long to wait before [taking](Self::take) it.
+    #[must_use]
+    pub fn wait(&self) -> Duration {
+        self.reservation.wait()
+    }
+
+    /// The wait is over: the rate limit's share stays taken, and the gate
+    /// goes on to the concurrency limit (step 2), its queue bounded by the
+    /// same deadline.
+    #[inline]
+    pub fn take<C: Clock>(self, limits: &Limits, clock: &C) -> Admission {
+        self.reservation.admit();
+        limits.admit_slot(self.deadline, clock)
+    }
+
+    /// The turn cannot be waited for after all (the executor has no timer
+    /// here): it goes back, and this is the refusal to end the call with.
+    pub fn give_up(self, limits: &Limits) -> Refused {
+        let wait = self.wait();
+        drop(self.reservation);
+        Refused::Rate(crate::call::RateRefused {
+            by: limits
+                .rate_limit()
+                .map_or(crate::rate::DEFAULT_RATE_LIMIT_NAME, |r| r.name()),
+            retry_after: Some(wait),
+        })
+    }
+}
+
+/// A place to wait in a concurrency limit's queue ([`Admission::Queue`]).
+#[derive(Debug)]
+pub struct Queue {
+    limit: ConcurrencyLimit,
+    bound: Duration,
+}
+
+impl Queue {
+    /// How long the attempt may wait in the queue: the limit's
+    /// `max_wait`, cut to the call's time left.
+    #[must_use]
+    pub fn bound(&self) -> Duration {
+        self.bound
+    }
+
+    /// Joins the queue: a future of the slot, which the caller bounds by
+    /// [`bound`](Self::bound) on its clock, then [gives up](Acquire::give_up)
+    /// (the refusal goes through [`Ticket::admitted`]).
+    pub fn enter(self) -> Acquire {
+        self.limit.acquire()
+    }
+
+    /// Waits on this thread for a slot, up to [`bound`](Self::bound).
+    ///
+    /// # Errors
+    /// The limit's refusal when no slot came in time.
+    pub fn wait_blocking(self) -> Result<Ticket, Refused> {
+        Ticket::admitted(self.limit.acquire_blocking(self.bound))
+    }
+
+    /// The queue cannot be waited in after all (the executor has no timer
+    /// here): the refusal to end the call with, counted by the limit.
+    pub fn give_up(self) -> Refused {
+        Refused::Limit(self.limit.refusal(Duration::ZERO))
+    }
+}
+
+/// What an admitted attempt holds while in flight: its slot of the
+/// concurrency limit, if the policy has one.
+///
+/// [Finish](Self::finish) it with the attempt's verdict; dropped unfinished
+/// (the attempt was cancelled, its future dropped, its code panicked) it
+/// gives back what it holds saying nothing of the dependency. Either way
+/// everything goes back exactly once. A ticket of limits with no
+/// concurrency limit holds nothing and costs nothing.
+#[must_use = "a ticket holds its slot until it is finished or dropped"]
+#[derive(Default)]
+pub struct Ticket {
+    permit: Option<Permit>,
+}
+
+impl Ticket {
+    /// A ticket that holds nothing.
+    pub const FREE: Self = Self { permit: None };
+
+    /// The ticket of a slot a limit's queue handed over, or the refusal
+    /// of a wait that got none.
+    ///
+    /// # Errors
+    /// The refusal, as one [`Refused`].
+    #[inline]
+    pub fn admitted(slot: Result<Permit, crate::call::LimitRefused>) -> Result<Self, Refused> {
+        slot.map(Self::from).map_err(Refused::Limit)
+    }
+
+    /// The attempt is over, its outcome judged `verdict` by `classify`:
+    /// [`end`](Self::end)s the ticket, asking [`Classify::overloaded`] only
+    /// for a failure that holds a slot.
+    #[inline]
+    pub fn finish<K: Classify<T, E>, T, E>(
+        self,
+        classify: &K,
+        verdict: Verdict,
+        outcome: &Result<T, E>,
+    ) {
+        if self.permit.is_some() {
+            let overloaded = verdict != Verdict::Success && classify.overloaded(outcome);
+            self.end(verdict, overloaded);
+        }
+    }
+
+    /// The attempt is over, judged `verdict`, `overloaded` saying whether
+    /// its outcome is a sign of overload: gives the slot back with what
+    /// that says of the dependency ([`Signal::of`]). The one place an
+    /// attempt's end reaches a limit.
+    #[inline]
+    pub fn end(self, verdict: Verdict, overloaded: bool) {
+        if let Some(permit) = self.permit {
+            permit.finish(Signal::of(verdict, overloaded));
+        }
+    }
+
+    /// The attempt was cut off by its timeout: a drop.
+    #[inline]
+    pub fn timed_out(self) {
+        if let Some(permit) = self.permit {
+            permit.finish(Signal::Dropped);
+        }
+    }
+
+    /// Whether it holds a slot.
+    #[must_use]
+    pub fn holds_slot(&self) -> bool {
+        self.permit.is_some()
+    }
+}
+
+impl From<Permit> for Ticket {
+    #[inline]
+    fn from(permit: Permit) -> Self {
+        Self {
+            permit: Some(permit),
+        }
+    }
+}
+
+impl fmt::Debug for Ticket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ticket")
+            .field("slot", &self.permit.as_ref().map(|p| p.limit().name()))
+            .finish()
+    }
+}
