@@ -965,7 +965,7 @@ fn call_error<T: Default, E: Error + Send + Sync + 'static>(
                 by: e
                     .refused_by()
                     .unwrap_or(steadfast::rate::DEFAULT_RATE_LIMIT_NAME),
-                retry_after: e.refused_for(),
+                retry_after: e.retry_after(),
             };
             Ok(status_response(
                 Code::ResourceExhausted,

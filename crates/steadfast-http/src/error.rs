@@ -9,7 +9,7 @@ use steadfast::limit::LimitRefused;
 use steadfast::{RetryError, StopReason};
 
 use crate::attempt::Failure;
-use steadfast::call::Ending;
+use steadfast::call::{Ending, Refused};
 
 /// Why a call that could have been retried was sent once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -90,9 +90,7 @@ pub struct Error {
     ending: Ending,
     elapsed: Duration,
     timed_out: bool,
-    refused_by: Option<&'static str>,
-    refused_for: Option<Duration>,
-    limited: Option<LimitRefused>,
+    refused: Option<Refused>,
     not_retried: Option<NotRetried>,
     last: Last,
 }
@@ -106,8 +104,7 @@ impl Error {
         ending: Ending,
     ) -> Self {
         let (reason, elapsed, timed_out) = (error.reason(), error.elapsed(), error.timed_out());
-        let (refused_by, limited) = (error.refused_by(), error.limit_refused());
-        let refused_for = error.refused_for();
+        let refused = error.refusal();
         let mut ending = ending;
         let mut last = Last::from_failure(error.into_last_error());
         // An attempt the deadline cut off while it was connecting sent
@@ -123,9 +120,7 @@ impl Error {
             ending,
             elapsed,
             timed_out: timed_out || unsent,
-            refused_by,
-            refused_for,
-            limited,
+            refused,
             not_retried: None,
             last,
         }
@@ -139,9 +134,7 @@ impl Error {
             ending: Ending::default(),
             elapsed: Duration::ZERO,
             timed_out: false,
-            refused_by: None,
-            refused_for: None,
-            limited: None,
+            refused: None,
             not_retried: None,
             last: Last::Transport(error),
         }
@@ -157,11 +150,7 @@ impl Error {
         ending: Ending,
     ) -> Self {
         let (reason, elapsed, timed_out) = (error.reason(), error.elapsed(), error.timed_out());
-        let (refused_by, refused_for, limited) = (
-            error.refused_by(),
-            error.refused_for(),
-            error.limit_refused(),
-        );
+        let refused = error.refusal();
         let mut ending = ending;
         ending.stop = Some(reason);
         ending.fell_back = false;
@@ -173,9 +162,7 @@ impl Error {
                 ending,
                 elapsed,
                 timed_out,
-                refused_by,
-                refused_for,
-                limited,
+                refused,
                 not_retried: None,
                 last: Last::Nothing,
             },
@@ -264,15 +251,26 @@ impl Error {
     /// if one did.
     #[must_use]
     pub fn refused_by(&self) -> Option<&'static str> {
-        self.refused_by
+        match self.refused? {
+            Refused::Limit(_) => None,
+            refused => Some(refused.by()),
+        }
     }
 
     /// How long the refusal would go on, when the refuser knows: the time
     /// until a [rate limit](crate::ClientBuilder::rate_limit) would admit
     /// the attempt, the rest of an open circuit breaker's break.
     #[must_use]
-    pub fn refused_for(&self) -> Option<Duration> {
-        self.refused_for
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.refused?.retry_after()
+    }
+
+    /// Who refused the call or its last attempt, if someone did: a retry
+    /// control, a rate limit or a concurrency limit, with its account (the
+    /// core's one [`Refused`]).
+    #[must_use]
+    pub fn refusal(&self) -> Option<Refused> {
+        self.refused
     }
 
     /// For a call that stopped with
@@ -304,7 +302,10 @@ impl Error {
     /// ```
     #[must_use]
     pub fn limit_refused(&self) -> Option<LimitRefused> {
-        self.limited
+        match self.refused? {
+            Refused::Limit(refused) => Some(refused),
+            _ => None,
+        }
     }
 
     /// Why a failure that would have been retried was not.
@@ -374,7 +375,7 @@ impl fmt::Display for Error {
             if n == 1 { "" } else { "s" },
             self.elapsed.as_millis(),
         )?;
-        match (self.reason, self.limited) {
+        match (self.reason, self.limit_refused()) {
             // The limit says it all: which one, how full, how long queued.
             (StopReason::LimitReached, Some(refused)) if n == 0 => write!(f, "{refused}")?,
             (StopReason::LimitReached, Some(refused)) => {
@@ -386,14 +387,14 @@ impl fmt::Display for Error {
                 write!(f, "{again} refused: {refused}")?;
             }
             // No attempt made: the call itself was refused, not a retry.
-            (StopReason::Throttled, _) if n == 0 && self.refused_by.is_some() => {
+            (StopReason::Throttled, _) if n == 0 && self.refused_by().is_some() => {
                 f.write_str("refused")?;
             }
             (reason, _) => write!(f, "{reason}")?,
         }
-        if let Some(by) = self.refused_by {
+        if let Some(by) = self.refused_by() {
             write!(f, " by {by}")?;
-            if let Some(d) = self.refused_for {
+            if let Some(d) = self.retry_after() {
                 write!(f, ", for {}ms more", d.as_millis())?;
             }
         }

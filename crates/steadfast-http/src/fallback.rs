@@ -127,17 +127,12 @@ impl From<Error> for RetryError<Error> {
     /// fallback's `?` on a backup call's result returns that error).
     fn from(error: Error) -> Self {
         let (reason, attempts, elapsed) = (error.reason(), error.attempts(), error.elapsed());
-        let (by, refused_for, limited) = (
-            error.refused_by(),
-            error.refused_for(),
-            error.limit_refused(),
-        );
-        let timed_out = error.timed_out();
-        RetryError::new(reason, Some(error), attempts, elapsed)
-            .with_refused_by(by)
-            .with_refused_for(refused_for)
-            .with_limit_refused(limited)
-            .with_timed_out(timed_out)
+        let (refused, timed_out) = (error.refusal(), error.timed_out());
+        let err = RetryError::new(reason, Some(error), attempts, elapsed).with_timed_out(timed_out);
+        match refused {
+            Some(refused) => err.with_refusal(refused),
+            None => err,
+        }
     }
 }
 

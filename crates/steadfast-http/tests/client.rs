@@ -704,7 +704,7 @@ async fn a_rate_limit_refuses_past_its_quota_and_nothing_is_sent() {
     let err = copy.get(&url).send().await.expect_err("over the quota");
     assert_eq!((err.reason(), err.attempts()), (StopReason::Throttled, 0));
     assert_eq!(err.refused_by(), Some("maps api"));
-    let wait = err.refused_for().expect("the wait");
+    let wait = err.retry_after().expect("the wait");
     // Padded by the system clock's tick.
     let tick = {
         use steadfast::clock::Clock;

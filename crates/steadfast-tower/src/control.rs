@@ -9,9 +9,10 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use pin_project_lite::pin_project;
+use steadfast::call::Refused;
 use steadfast::classify::{AnyError, ClassifyFn};
 use steadfast::clock::{Clock, DefaultClock};
-use steadfast::control::{Grant, Outcome, Refusal};
+use steadfast::control::{Grant, Outcome};
 use steadfast::{Classify, RetryControl};
 use tower_layer::Layer;
 use tower_service::Service;
@@ -163,14 +164,17 @@ where
                 classify: self.layer.classify.clone(),
             },
             Err(refusal) => {
-                let ends_in = control.refusal_ends_in(refusal.by);
+                let retry_after = control.retry_after(refusal.by);
                 tracing::debug!(
                     by = refusal.by,
-                    ?ends_in,
+                    ?retry_after,
                     "steadfast: call refused before it was sent"
                 );
                 State::Refused {
-                    refused: Some((refusal, ends_in)),
+                    refused: Some(Refused::Control {
+                        by: refusal.by,
+                        retry_after,
+                    }),
                 }
             }
         };
@@ -222,7 +226,7 @@ pin_project! {
             classify: K,
             started: Option<(C, Instant)>,
         },
-        Refused { refused: Option<(Refusal, Option<Duration>)> },
+        Refused { refused: Option<Refused> },
     }
 }
 
@@ -259,13 +263,10 @@ where
                 Poll::Ready(out.map_err(ControlError::Inner))
             }
             StateProj::Refused { refused } => {
-                let (refusal, ends_in) = refused.take().unwrap_or((
-                    Refusal {
-                        by: "retry control",
-                    },
-                    None,
-                ));
-                Poll::Ready(Err(ControlError::Refused { refusal, ends_in }))
+                let Some(refused) = refused.take() else {
+                    panic!("ControlFuture polled after it completed");
+                };
+                Poll::Ready(Err(ControlError::Refused(refused)))
             }
         }
     }
@@ -274,24 +275,20 @@ where
 /// The error of a call through a [`ControlLayer`].
 ///
 /// ```
-/// use steadfast::control::Refusal;
+/// use steadfast::call::Refused;
 /// use steadfast_tower::ControlError;
-/// let err = ControlError::<std::io::Error>::Refused {
-///     refusal: Refusal { by: "circuit breaker" },
-///     ends_in: Some(std::time::Duration::from_millis(4200)),
-/// };
-/// assert_eq!(err.to_string(), "call not sent: refused by circuit breaker for 4.2s more");
+/// let err = ControlError::<std::io::Error>::Refused(Refused::Control {
+///     by: "circuit breaker",
+///     retry_after: Some(std::time::Duration::from_millis(4200)),
+/// });
+/// assert_eq!(err.to_string(), "call not sent: refused by circuit breaker, for 4.2s more");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ControlError<E> {
-    /// The control refused the call; the service was not called.
-    Refused {
-        /// Which control refused.
-        refusal: Refusal,
-        /// How long it will go on refusing, when it knows (a circuit
-        /// breaker's break).
-        ends_in: Option<Duration>,
-    },
+    /// The control refused the call; the service was not called. The
+    /// refusal is a [`Refused::Control`]: which control, and how long it
+    /// will go on refusing when it knows (a circuit breaker's break).
+    Refused(Refused),
     /// The service failed.
     Inner(E),
 }
@@ -299,15 +296,7 @@ pub enum ControlError<E> {
 impl<E: fmt::Display> fmt::Display for ControlError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Refused {
-                refusal,
-                ends_in: Some(d),
-            } => write!(
-                f,
-                "call not sent: {refusal} for {:.1}s more",
-                d.as_secs_f64()
-            ),
-            Self::Refused { refusal, .. } => write!(f, "call not sent: {refusal}"),
+            Self::Refused(refused) => write!(f, "call not sent: {refused}"),
             Self::Inner(e) => e.fmt(f),
         }
     }
@@ -316,7 +305,7 @@ impl<E: fmt::Display> fmt::Display for ControlError<E> {
 impl<E: Error + 'static> Error for ControlError<E> {
     fn source(&self) -> Option<&(dyn Error + 'static)> {
         match self {
-            Self::Refused { refusal, .. } => Some(refusal),
+            Self::Refused(refused) => Some(refused),
             Self::Inner(e) => Some(e),
         }
     }

@@ -11,10 +11,12 @@ use std::time::Instant;
 use pin_project_lite::pin_project;
 use steadfast::Classify;
 use steadfast::call::LimitRefused;
+use steadfast::call::Refused;
 use steadfast::classify::{AnyError, ClassifyFn};
 use steadfast::clock::{AsyncClock, DefaultClock};
-use steadfast::limit::{Acquire, ConcurrencyLimit, Permit};
-use steadfast::policy::gate::Ticket;
+use steadfast::limit::{Acquire, ConcurrencyLimit};
+use steadfast::policy::Limits;
+use steadfast::policy::gate::{Admission, Ticket};
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -66,6 +68,8 @@ use tower_service::Service;
 #[derive(Clone)]
 pub struct ConcurrencyLimitLayer<K = AnyError, C = DefaultClock> {
     limit: ConcurrencyLimit,
+    /// The gate over the limit alone: what `poll_ready` and `call` ask.
+    gate: Limits,
     classify: K,
     clock: C,
     wait: bool,
@@ -87,6 +91,7 @@ impl ConcurrencyLimitLayer {
     /// dependency's capacity.
     pub fn new(limit: ConcurrencyLimit) -> Self {
         Self {
+            gate: Limits::default().with_concurrency_limit(limit.clone()),
             limit,
             classify: AnyError,
             clock: DefaultClock::default(),
@@ -138,6 +143,7 @@ impl<K, C> ConcurrencyLimitLayer<K, C> {
     pub fn with_classifier<K2>(self, classify: K2) -> ConcurrencyLimitLayer<K2, C> {
         ConcurrencyLimitLayer {
             limit: self.limit,
+            gate: self.gate,
             classify,
             clock: self.clock,
             wait: self.wait,
@@ -148,6 +154,7 @@ impl<K, C> ConcurrencyLimitLayer<K, C> {
     pub fn clock<C2: AsyncClock>(self, clock: C2) -> ConcurrencyLimitLayer<K, C2> {
         ConcurrencyLimitLayer {
             limit: self.limit,
+            gate: self.gate,
             classify: self.classify,
             clock,
             wait: self.wait,
@@ -167,7 +174,7 @@ impl<S, K: Clone, C: AsyncClock> Layer<S> for ConcurrencyLimitLayer<K, C> {
         ConcurrencyLimitService {
             inner,
             layer: self.clone(),
-            permit: None,
+            ticket: Ticket::FREE,
             waiting: None,
         }
     }
@@ -182,7 +189,7 @@ where
     inner: S,
     layer: ConcurrencyLimitLayer<K, C>,
     /// The slot `poll_ready` took (the waiting mode) for the next call.
-    permit: Option<Permit>,
+    ticket: Ticket,
     /// The wait for a slot in the limit's queue, with its bound.
     waiting: Option<Waiting<C>>,
 }
@@ -199,7 +206,7 @@ impl<S: Clone, K: Clone, C: AsyncClock> Clone for ConcurrencyLimitService<S, K, 
         Self {
             inner: self.inner.clone(),
             layer: self.layer.clone(),
-            permit: None,
+            ticket: Ticket::FREE,
             waiting: None,
         }
     }
@@ -210,7 +217,7 @@ impl<S: fmt::Debug, K: fmt::Debug, C: AsyncClock> fmt::Debug for ConcurrencyLimi
         f.debug_struct("ConcurrencyLimitService")
             .field("inner", &self.inner)
             .field("layer", &self.layer)
-            .field("has_slot", &self.permit.is_some())
+            .field("has_slot", &self.ticket.holds_slot())
             .field("waiting", &self.waiting.is_some())
             .finish()
     }
@@ -223,32 +230,31 @@ where
     /// The waiting mode's part of `poll_ready`: a slot, or backpressure
     /// while the queue holds the caller, or the refusal.
     fn poll_slot(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), LimitRefused>> {
-        if self.permit.is_some() {
+        if self.ticket.holds_slot() {
             return Poll::Ready(Ok(()));
         }
-        let limit = &self.layer.limit;
+        let clock = &self.layer.clock;
         let waiting = match &mut self.waiting {
             Some(waiting) => waiting,
-            None => {
-                if let Some(permit) = limit.try_take() {
-                    self.permit = Some(permit);
+            // The gate: a slot now, a place in the queue, or the refusal
+            // (counted once).
+            None => match self.layer.gate.admit(None, clock) {
+                Admission::Admitted(ticket) => {
+                    self.ticket = ticket;
                     return Poll::Ready(Ok(()));
                 }
-                let Some(max_wait) = limit
-                    .max_queue_wait()
-                    .filter(|_| self.layer.clock.can_sleep())
-                else {
-                    // Nowhere to wait: refused now (and counted once).
-                    return Poll::Ready(
-                        limit.try_acquire().map(|permit| self.permit = Some(permit)),
-                    );
-                };
-                self.waiting.insert(Waiting {
-                    acquire: limit.acquire(),
-                    since: self.layer.clock.now(),
-                    timer: Box::pin(self.layer.clock.sleep(max_wait)),
-                })
-            }
+                Admission::Queue(queue) if clock.can_sleep() => self.waiting.insert(Waiting {
+                    since: clock.now(),
+                    timer: Box::pin(clock.sleep(queue.bound())),
+                    acquire: queue.enter(),
+                }),
+                // Nowhere to wait here: refused now.
+                Admission::Queue(queue) => return Poll::Ready(Err(queue.give_up())),
+                Admission::Refused(Refused::Limit(refused)) => return Poll::Ready(Err(refused)),
+                Admission::Refused(_) | Admission::Turn(_) => {
+                    unreachable!("the layer's gate holds a concurrency limit alone")
+                }
+            },
         };
         let got = match Pin::new(&mut waiting.acquire).poll(cx) {
             Poll::Ready(got) => got,
@@ -268,7 +274,7 @@ where
             }
         };
         self.waiting = None;
-        Poll::Ready(got.map(|permit| self.permit = Some(permit)))
+        Poll::Ready(got.map(|permit| self.ticket = Ticket::from(permit)))
     }
 }
 
@@ -290,10 +296,11 @@ where
     }
 
     fn call(&mut self, request: Req) -> Self::Future {
-        let permit = match self.permit.take() {
-            Some(permit) => permit,
-            None => match self.layer.limit.try_acquire() {
-                Ok(permit) => permit,
+        let ticket = if self.ticket.holds_slot() {
+            std::mem::take(&mut self.ticket)
+        } else {
+            match self.layer.gate.admit_now() {
+                Ok(ticket) => ticket,
                 Err(refused) => {
                     return LimitFuture {
                         state: State::Refused {
@@ -301,12 +308,12 @@ where
                         },
                     };
                 }
-            },
+            }
         };
         LimitFuture {
             state: State::Called {
                 future: self.inner.call(request),
-                ticket: Ticket::from(permit),
+                ticket,
                 classify: self.layer.classify.clone(),
             },
         }
@@ -332,7 +339,7 @@ pin_project! {
             ticket: Ticket,
             classify: K,
         },
-        Refused { refused: Option<LimitRefused> },
+        Refused { refused: Option<Refused> },
     }
 }
 
@@ -367,7 +374,8 @@ where
                 Poll::Ready(out.map_err(LimitError::Inner))
             }
             StateProj::Refused { refused } => match refused.take() {
-                Some(refused) => Poll::Ready(Err(LimitError::Refused(refused))),
+                Some(Refused::Limit(refused)) => Poll::Ready(Err(LimitError::Refused(refused))),
+                Some(_) => unreachable!("the layer's gate holds a concurrency limit alone"),
                 None => panic!("LimitFuture polled after it completed"),
             },
         }

@@ -543,11 +543,11 @@ async fn a_breaker_in_a_control_layer_refuses_locally_and_counts_slow_calls() {
     }
     assert_eq!(breaker.state(), BreakerState::Open);
     let err = service.clone().oneshot(1).await.expect_err("refused");
-    let ControlError::Refused { refusal, ends_in } = err else {
+    let ControlError::Refused(refused) = err else {
         panic!("expected a refusal, got {err}");
     };
-    assert_eq!(refusal.by, steadfast::RetryControl::name(&*breaker));
-    assert_eq!(ends_in, Some(Duration::from_secs(5)));
+    assert_eq!(refused.by(), steadfast::RetryControl::name(&*breaker));
+    assert_eq!(refused.retry_after(), Some(Duration::from_secs(5)));
     assert_eq!(
         calls.load(std::sync::atomic::Ordering::SeqCst),
         4,

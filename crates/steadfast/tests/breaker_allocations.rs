@@ -69,7 +69,7 @@ fn main() {
             assert!(breaker.admit().is_err());
             assert!(breaker.allow_retry().is_err());
         }
-        assert!(breaker.refusal_ends_in(breaker.name()).is_some());
+        assert!(breaker.retry_after(breaker.name()).is_some());
     });
     assert_eq!(n, 0, "refusals: {n} allocations");
     checks += 1;

@@ -72,7 +72,7 @@ fn blocking_run(up_at: u64) -> (Vec<u64>, Arc<CircuitBreaker<VirtualClock>>) {
             // Refused by the breaker without an attempt, and it says why.
             assert_eq!(err.reason(), StopReason::Throttled);
             assert_eq!(err.refused_by(), Some("inventory"));
-            let left = err.refused_for().expect("an open breaker knows");
+            let left = err.retry_after().expect("an open breaker knows");
             assert!(left > Duration::ZERO && left <= 5 * SEC, "{left:?}");
             assert!(
                 err.to_string().starts_with(
@@ -314,7 +314,7 @@ fn composes_with_a_budget_and_a_token_bucket() {
         .call()
         .unwrap_err();
     assert_eq!(err.refused_by(), Some("inventory"));
-    assert_eq!(err.refused_for(), all.refusal_ends_in("inventory"));
+    assert_eq!(err.retry_after(), all.retry_after("inventory"));
     // Half-open: the probe is granted by the breaker, then the budget or the
     // bucket refuses a retry; the breaker gets its slot back.
     clock.advance(5 * SEC);

@@ -206,7 +206,7 @@ impl ClientBuilder {
     /// is not sent: an [`Error`](crate::Error) with
     /// `reason() == StopReason::Throttled`, the limit's name in
     /// [`refused_by`](crate::Error::refused_by) and the time until it would
-    /// be admitted in [`refused_for`](crate::Error::refused_for).
+    /// be admitted in [`retry_after`](crate::Error::retry_after).
     ///
     /// ```
     /// use steadfast::rate::{Quota, RateLimit};

@@ -38,7 +38,7 @@ enum Repr<E> {
     Refused {
         by: &'static str,
         name: Option<&'static str>,
-        refused_for: Option<Duration>,
+        retry_after: Option<Duration>,
     },
     /// Refused before any attempt by a concurrency limit
     /// ([`StopReason::LimitReached`]): likewise without a box.
@@ -61,13 +61,11 @@ struct Details<E> {
     attempts: u32,
     elapsed: Duration,
     name: Option<&'static str>,
-    refused_by: Option<&'static str>,
-    refused_for: Option<Duration>,
+    /// Who refused the call or its last attempt, if someone did.
+    refused: Option<Refused>,
     timed_out: bool,
     /// The copies of a hedged call.
     hedge: Option<HedgeStats>,
-    /// The concurrency limit that refused the last attempt.
-    limited: Option<LimitRefused>,
 }
 
 impl<E> RetryError<E> {
@@ -84,17 +82,16 @@ impl<E> RetryError<E> {
             attempts,
             elapsed,
             name: None,
-            refused_by: None,
-            refused_for: None,
+            refused: None,
             timed_out: false,
             hedge: None,
-            limited: None,
         })))
     }
 
     /// The error of a hedged call: its attempts are the copies sent, its
     /// time the call's, and the control that refused a copy (if one did)
-    /// is [`refused_by`](Self::refused_by).
+    /// is [`refused_by`](Self::refused_by) (a limit's refusal of a copy is
+    /// added with [`with_refusal`](Self::with_refusal)).
     ///
     /// ```
     /// use steadfast::call::HedgeStats;
@@ -117,11 +114,12 @@ impl<E> RetryError<E> {
             attempts: stats.sent,
             elapsed: stats.elapsed,
             name: None,
-            refused_by: stats.refused_by,
-            refused_for: None,
+            refused: stats.refused_by.map(|by| Refused::Control {
+                by,
+                retry_after: None,
+            }),
             timed_out: false,
             hedge: Some(stats),
-            limited: None,
         })))
     }
 
@@ -140,7 +138,7 @@ impl<E> RetryError<E> {
         Self(Repr::Refused {
             by,
             name: None,
-            refused_for: None,
+            retry_after: None,
         })
     }
 
@@ -174,56 +172,23 @@ impl<E> RetryError<E> {
         } else {
             // A wait to report: boxed (a refusal after a wait in a queue
             // comes from a call that has its per-call state already).
-            inline.with_limit_refused(Some(refused))
+            inline.with_refusal(Refused::Limit(refused))
         }
     }
 
     /// The details, boxed now if they were inline (a change that a refusal
     /// cannot hold inline).
     fn details_mut(&mut self) -> &mut Details<E> {
-        if let Repr::Refused {
-            by,
-            name,
-            refused_for,
-        } = self.0
-        {
+        if let Repr::Refused { .. } | Repr::Limited { .. } = self.0 {
             self.0 = Repr::Full(Box::new(Details {
-                reason: StopReason::Throttled,
+                reason: self.reason(),
                 last_error: None,
                 attempts: 0,
                 elapsed: Duration::ZERO,
-                name,
-                refused_by: Some(by),
-                refused_for,
+                name: self.name(),
+                refused: self.refusal(),
                 timed_out: false,
                 hedge: None,
-                limited: None,
-            }));
-        }
-        if let Repr::Limited {
-            by,
-            name,
-            in_flight,
-            limit,
-        } = self.0
-        {
-            let refused = LimitRefused {
-                by,
-                in_flight,
-                limit,
-                waited: Duration::ZERO,
-            };
-            self.0 = Repr::Full(Box::new(Details {
-                reason: StopReason::LimitReached,
-                last_error: None,
-                attempts: 0,
-                elapsed: Duration::ZERO,
-                name,
-                refused_by: None,
-                refused_for: None,
-                timed_out: false,
-                hedge: None,
-                limited: Some(refused),
             }));
         }
         match &mut self.0 {
@@ -279,10 +244,10 @@ impl<E> RetryError<E> {
         }
     }
 
-    /// Records the gate's refusal that stopped the call: a rate limit's
-    /// name and wait ([`refused_by`](Self::refused_by),
-    /// [`refused_for`](Self::refused_for)), or a concurrency limit's account
-    /// ([`limit_refused`](Self::limit_refused)).
+    /// Records who refused the call or its last attempt: a retry control
+    /// (for [`StopReason::Throttled`]), a rate limit (likewise), or a
+    /// concurrency limit (for [`StopReason::LimitReached`]). A refusal of
+    /// a call that made no attempt stays inline where it fits.
     ///
     /// ```
     /// use std::time::Duration;
@@ -290,34 +255,21 @@ impl<E> RetryError<E> {
     /// use steadfast::{RetryError, StopReason};
     /// let refused = Refused::from(RateRefused { by: "maps api", retry_after: Some(Duration::from_millis(40)) });
     /// let err = RetryError::<std::io::Error>::new(refused.reason(false), None, 0, Duration::ZERO).with_refusal(refused);
-    /// assert_eq!((err.refused_by(), err.refused_for()), (Some("maps api"), Some(Duration::from_millis(40))));
+    /// assert_eq!((err.refused_by(), err.retry_after()), (Some("maps api"), Some(Duration::from_millis(40))));
+    /// assert_eq!(err.refusal(), Some(refused));
     /// ```
     #[must_use]
-    pub fn with_refusal(self, refused: Refused) -> Self {
-        match refused {
-            Refused::Rate(r) => self
-                .with_refused_by(Some(r.by))
-                .with_refused_for(r.retry_after),
-            Refused::Limit(l) => self.with_limit_refused(Some(l)),
-        }
-    }
-
-    /// Records which retry control refused (for [`StopReason::Throttled`]).
-    #[must_use]
-    pub fn with_refused_by(mut self, by: Option<&'static str>) -> Self {
-        match (&mut self.0, by) {
-            (Repr::Refused { by: b, .. }, Some(by)) => *b = by,
-            (Repr::Limited { .. }, None) => {}
-            _ => self.details_mut().refused_by = by,
-        }
-        self
-    }
-
-    /// Records the concurrency limit's refusal that stopped the call (for
-    /// [`StopReason::LimitReached`]).
-    #[must_use]
-    pub fn with_limit_refused(mut self, refused: Option<LimitRefused>) -> Self {
+    pub fn with_refusal(mut self, refused: Refused) -> Self {
         match (&mut self.0, refused) {
+            (
+                Repr::Refused {
+                    by, retry_after, ..
+                },
+                Refused::Control {
+                    by: b,
+                    retry_after: r,
+                },
+            ) => (*by, *retry_after) = (b, r),
             (
                 Repr::Limited {
                     by,
@@ -325,14 +277,39 @@ impl<E> RetryError<E> {
                     limit,
                     ..
                 },
-                Some(refused),
-            ) if refused.waited.is_zero() => {
-                (*by, *in_flight, *limit) = (refused.by, refused.in_flight, refused.limit);
+                Refused::Limit(l),
+            ) if l.waited.is_zero() => {
+                (*by, *in_flight, *limit) = (l.by, l.in_flight, l.limit);
             }
-            (Repr::Refused { .. } | Repr::Limited { .. }, None) => {}
-            _ => self.details_mut().limited = refused,
+            _ => self.details_mut().refused = Some(refused),
         }
         self
+    }
+
+    /// Who refused the call or its last attempt, if someone did: a retry
+    /// control, a rate limit or a concurrency limit, each with its account.
+    #[must_use]
+    pub fn refusal(&self) -> Option<Refused> {
+        match &self.0 {
+            Repr::Refused {
+                by, retry_after, ..
+            } => Some(Refused::Control {
+                by,
+                retry_after: *retry_after,
+            }),
+            Repr::Limited {
+                by,
+                in_flight,
+                limit,
+                ..
+            } => Some(Refused::Limit(LimitRefused {
+                by,
+                in_flight: *in_flight,
+                limit: *limit,
+                waited: Duration::ZERO,
+            })),
+            Repr::Full(d) => d.refused,
+        }
     }
 
     /// For [`StopReason::LimitReached`]: which concurrency limit refused the
@@ -340,33 +317,10 @@ impl<E> RetryError<E> {
     /// attempt waited in its queue.
     #[must_use]
     pub fn limit_refused(&self) -> Option<LimitRefused> {
-        match &self.0 {
-            Repr::Limited {
-                by,
-                in_flight,
-                limit,
-                ..
-            } => Some(LimitRefused {
-                by,
-                in_flight: *in_flight,
-                limit: *limit,
-                waited: Duration::ZERO,
-            }),
-            Repr::Refused { .. } => None,
-            Repr::Full(d) => d.limited,
+        match self.refusal() {
+            Some(Refused::Limit(refused)) => Some(refused),
+            _ => None,
         }
-    }
-
-    /// Records how long the refusing control said it would go on refusing
-    /// (a circuit breaker: the rest of its break).
-    #[must_use]
-    pub fn with_refused_for(mut self, refused_for: Option<Duration>) -> Self {
-        match &mut self.0 {
-            Repr::Refused { refused_for: r, .. } => *r = refused_for,
-            Repr::Limited { .. } if refused_for.is_none() => {}
-            _ => self.details_mut().refused_for = refused_for,
-        }
-        self
     }
 
     /// Records that the last attempt ran out of time rather than failing.
@@ -416,39 +370,38 @@ impl<E> RetryError<E> {
         }
     }
 
-    /// The control that refused the call or a retry, for [`StopReason::Throttled`].
+    /// The retry control or rate limit that refused the call or a retry,
+    /// for [`StopReason::Throttled`] (a concurrency limit's refusal is
+    /// [`limit_refused`](Self::limit_refused); either is [`refusal`](Self::refusal)).
     #[must_use]
     pub fn refused_by(&self) -> Option<&'static str> {
-        match &self.0 {
-            Repr::Refused { by, .. } => Some(by),
-            Repr::Limited { .. } => None,
-            Repr::Full(d) => d.refused_by,
+        match self.refusal()? {
+            Refused::Limit(_) => None,
+            refused => Some(refused.by()),
         }
     }
 
-    /// For [`StopReason::Throttled`]: how long the control that refused
-    /// said it would go on refusing, when it knows (a circuit breaker that
-    /// is open: the rest of its break, after which it lets a probe through).
+    /// How long the control or rate limit that refused said it would go on
+    /// refusing, when it knows (a circuit breaker that is open: the rest of
+    /// its break, after which it lets a probe through; a rate limit: the
+    /// time until its next turn). The one name for that time everywhere
+    /// ([`Refused::retry_after`]).
     ///
     /// ```
     /// use std::time::Duration;
+    /// use steadfast::call::Refused;
     /// use steadfast::{RetryError, StopReason};
     /// let err = RetryError::<std::io::Error>::new(StopReason::Throttled, None, 0, Duration::ZERO)
-    ///     .with_refused_by(Some("payments"))
-    ///     .with_refused_for(Some(Duration::from_millis(4200)));
-    /// assert_eq!(err.refused_for(), Some(Duration::from_millis(4200)));
+    ///     .with_refusal(Refused::Control { by: "payments", retry_after: Some(Duration::from_millis(4200)) });
+    /// assert_eq!(err.retry_after(), Some(Duration::from_millis(4200)));
     /// assert_eq!(
     ///     err.to_string(),
     ///     "operation failed after 0 attempts in 0ms (refused by payments, for 4.2s more)"
     /// );
     /// ```
     #[must_use]
-    pub fn refused_for(&self) -> Option<Duration> {
-        match &self.0 {
-            Repr::Refused { refused_for, .. } => *refused_for,
-            Repr::Limited { .. } => None,
-            Repr::Full(d) => d.refused_for,
-        }
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.refusal()?.retry_after()
     }
 
     /// Whether the last attempt was cut off by its timeout.
@@ -539,7 +492,7 @@ impl<E: fmt::Display> fmt::Display for RetryError<E> {
                 _ => f.write_str(reason.as_str())?,
             },
         }
-        if let (StopReason::Throttled, Some(d)) = (self.reason(), self.refused_for()) {
+        if let (StopReason::Throttled, Some(d)) = (self.reason(), self.retry_after()) {
             write!(f, ", for {} more", Secs(d))?;
         }
         f.write_str(")")?;
@@ -560,11 +513,9 @@ impl<E: fmt::Debug> fmt::Debug for RetryError<E> {
             .field("attempts", &self.attempts())
             .field("elapsed", &self.elapsed())
             .field("name", &self.name())
-            .field("refused_by", &self.refused_by())
-            .field("refused_for", &self.refused_for())
+            .field("refusal", &self.refusal())
             .field("timed_out", &self.timed_out())
             .field("hedge", &self.hedge_stats())
-            .field("limit_refused", &self.limit_refused())
             .field("last_error", &self.last_error())
             .finish()
     }
@@ -582,8 +533,12 @@ mod tests {
 
     #[test]
     fn a_refusal_keeps_its_details_inline_and_the_error_stays_small() {
+        let open = Refused::Control {
+            by: "circuit breaker",
+            retry_after: Some(Duration::from_millis(4200)),
+        };
         let err = RetryError::<std::io::Error>::refused("circuit breaker")
-            .with_refused_for(Some(Duration::from_millis(4200)))
+            .with_refusal(open)
             .with_name("fetch");
         assert!(matches!(err.0, Repr::Refused { .. }));
         assert_eq!(
@@ -594,8 +549,7 @@ mod tests {
         // hold inline boxes it.
         let boxed =
             RetryError::<std::io::Error>::new(StopReason::Throttled, None, 0, Duration::ZERO)
-                .with_refused_by(Some("circuit breaker"))
-                .with_refused_for(Some(Duration::from_millis(4200)))
+                .with_refusal(open)
                 .with_name("fetch");
         assert_eq!(boxed.to_string(), err.to_string());
         assert_eq!(format!("{boxed:?}"), format!("{err:?}"));

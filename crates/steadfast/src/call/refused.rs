@@ -1,6 +1,7 @@
 //! What the gate says when it will not let an attempt through: [`Refused`],
-//! and what each of its steps says, [`LimitRefused`] (a concurrency limit)
-//! and [`RateRefused`] (a rate limit).
+//! the one refusal (a retry control's, a rate limit's or a concurrency
+//! limit's), and the accounts of the two limits, [`RateRefused`] and
+//! [`LimitRefused`].
 
 use std::fmt;
 use std::time::Duration;
@@ -96,11 +97,14 @@ impl fmt::Display for RateRefused {
 
 impl std::error::Error for RateRefused {}
 
-/// A refusal by the gate ([`policy::gate`](crate::policy::gate)): which of
-/// its steps refused an attempt, with that step's own account. Every
-/// executor ends a call it refuses the same way: [`Refused::reason`] says
-/// why it stopped, [`RetryError::with_refusal`](crate::RetryError::with_refusal)
-/// records who refused and for how long.
+/// The one refusal: who would not let an attempt (or a whole call) go,
+/// and how long until it would ([`retry_after`](Self::retry_after), the
+/// one name for that time everywhere: the call's error, the HTTP and gRPC
+/// errors, a server's `Retry-After` and pushback). Every executor ends a
+/// call it refuses the same way: [`Refused::reason`] says why it stopped,
+/// [`RetryError::with_refusal`](crate::RetryError::with_refusal) records
+/// the refusal, [`RetryError::refusal`](crate::RetryError::refusal) gives
+/// it back.
 ///
 /// ```
 /// use std::time::Duration;
@@ -114,10 +118,21 @@ impl std::error::Error for RateRefused {}
 /// assert_eq!(full.reason(false), StopReason::LimitReached);
 /// // A wait in the queue that ran into the call's deadline: the deadline stopped it.
 /// assert_eq!(full.reason(true), StopReason::Deadline);
+/// let open = Refused::Control { by: "circuit breaker", retry_after: Some(Duration::from_secs(5)) };
+/// assert_eq!(open.to_string(), "refused by circuit breaker, for 5.0s more");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Refused {
+    /// A retry control refused (a circuit breaker that is open, a budget
+    /// or throttle with nothing to spend).
+    Control {
+        /// The control's name (for example `"token bucket"`).
+        by: &'static str,
+        /// How long the control said it would go on refusing, when it
+        /// knows ([`RetryControl::retry_after`](crate::RetryControl::retry_after)).
+        retry_after: Option<Duration>,
+    },
     /// The rate limit had no turn for the attempt within its wait.
     Rate(RateRefused),
     /// The concurrency limit had no slot for the attempt within its wait.
@@ -129,31 +144,33 @@ impl Refused {
     #[must_use]
     pub const fn by(&self) -> &'static str {
         match self {
+            Self::Control { by, .. } => by,
             Self::Rate(r) => r.by,
             Self::Limit(l) => l.by,
         }
     }
 
     /// How long until the same attempt would be admitted, where the
-    /// refuser knows (a rate limit does; a concurrency limit cannot tell
-    /// when a slot frees).
+    /// refuser knows (a rate limit does, a circuit breaker does while
+    /// open; a concurrency limit cannot tell when a slot frees).
     #[must_use]
     pub const fn retry_after(&self) -> Option<Duration> {
         match self {
+            Self::Control { retry_after, .. } => *retry_after,
             Self::Rate(r) => r.retry_after,
             Self::Limit(_) => None,
         }
     }
 
     /// Why a call this refusal ended stopped, `expired` saying whether the
-    /// call's deadline had passed by then: a rate limit's refusal is
-    /// [`StopReason::Throttled`]; a concurrency limit's is
+    /// call's deadline had passed by then: a control's or a rate limit's
+    /// refusal is [`StopReason::Throttled`]; a concurrency limit's is
     /// [`StopReason::LimitReached`], or [`StopReason::Deadline`] when the
     /// wait in its queue ran into the deadline.
     #[must_use]
     pub const fn reason(&self, expired: bool) -> StopReason {
         match self {
-            Self::Rate(_) => StopReason::Throttled,
+            Self::Control { .. } | Self::Rate(_) => StopReason::Throttled,
             Self::Limit(_) if expired => StopReason::Deadline,
             Self::Limit(_) => StopReason::LimitReached,
         }
@@ -175,6 +192,14 @@ impl From<LimitRefused> for Refused {
 impl fmt::Display for Refused {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Self::Control {
+                by,
+                retry_after: None,
+            } => write!(f, "refused by {by}"),
+            Self::Control {
+                by,
+                retry_after: Some(d),
+            } => write!(f, "refused by {by}, for {} more", super::error::Secs(*d)),
             Self::Rate(r) => r.fmt(f),
             Self::Limit(l) => l.fmt(f),
         }

@@ -26,7 +26,7 @@ use crate::sync::{AtomicU64, Ordering};
 ///   rejected request.)
 /// - [`record`](RetryControl::record) goes to every member.
 /// - [`refund`](RetryControl::refund) goes to every member.
-/// - [`refusal_ends_in`](RetryControl::refusal_ends_in) asks the members in
+/// - [`retry_after`](RetryControl::retry_after) asks the members in
 ///   order; the first that knows (the one named in the refusal) answers.
 /// - [`record_timed`](RetryControl::record_timed) goes to every member (each
 ///   keeps or drops the duration); durations are wanted when any member
@@ -181,8 +181,8 @@ impl RetryControl for AllOf {
 
     /// Asks the members in order (each answers only for its own name); the
     /// first that knows answers.
-    fn refusal_ends_in(&self, by: &'static str) -> Option<Duration> {
-        self.members.iter().find_map(|m| m.refusal_ends_in(by))
+    fn retry_after(&self, by: &'static str) -> Option<Duration> {
+        self.members.iter().find_map(|m| m.retry_after(by))
     }
 }
 

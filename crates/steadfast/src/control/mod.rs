@@ -266,7 +266,7 @@ pub trait RetryControl: fmt::Debug + Send + Sync {
     /// with the traffic rather than the clock, says `None`. Executors ask it
     /// once per refused call (never on a call that was let through), to tell
     /// the caller in the error.
-    fn refusal_ends_in(&self, by: &'static str) -> Option<Duration> {
+    fn retry_after(&self, by: &'static str) -> Option<Duration> {
         let _ = by;
         None
     }
@@ -294,8 +294,8 @@ impl<C: RetryControl + ?Sized> RetryControl for Arc<C> {
     fn record_timed(&self, outcome: Outcome, duration: Duration) {
         (**self).record_timed(outcome, duration);
     }
-    fn refusal_ends_in(&self, by: &'static str) -> Option<Duration> {
-        (**self).refusal_ends_in(by)
+    fn retry_after(&self, by: &'static str) -> Option<Duration> {
+        (**self).retry_after(by)
     }
 }
 

@@ -334,11 +334,10 @@ where
                     "steadfast: hedged call failed"
                 );
                 let error = last.and_then(Result::err);
-                let limited = self.state.as_ref().and_then(HedgeState::limit_refused);
-                let refused_for = self.state.as_ref().and_then(HedgeState::refused_for);
-                let err = RetryError::hedged(reason, error, stats)
-                    .with_limit_refused(limited)
-                    .with_refused_for(refused_for);
+                let mut err = RetryError::hedged(reason, error, stats);
+                if let Some(refused) = self.state.as_ref().and_then(HedgeState::refusal) {
+                    err = err.with_refusal(refused);
+                }
                 let err = match self.name {
                     Some(name) => err.with_name(name),
                     None => err,

@@ -56,12 +56,12 @@ use std::fmt;
 use std::time::Duration;
 
 use super::limits::Limits;
-use crate::call::{Refused, Verdict};
+use crate::call::{LimitRefused, RateRefused, Refused, Verdict};
 use crate::classify::Classify;
 use crate::clock::Clock;
 use crate::deadline::Deadline;
 use crate::limit::{Acquire, ConcurrencyLimit, Permit, Signal};
-use crate::rate::Reservation;
+use crate::rate::{RateLimit, Reservation};
 
 /// The gate's answer for one attempt ([`Limits::admit`]).
 #[must_use = "an admission holds a rate limit's turn or a slot until it is used or dropped"]
@@ -200,15 +200,15 @@ impl Turn {
 
     /// The turn cannot be waited for after all (the executor has no timer
     /// here): it goes back, and this is the refusal to end the call with.
-    pub fn give_up(self, limits: &Limits) -> Refused {
+    pub fn give_up(self, limits: &Limits) -> RateRefused {
         let wait = self.wait();
         drop(self.reservation);
-        Refused::Rate(crate::call::RateRefused {
+        RateRefused {
             by: limits
                 .rate_limit()
-                .map_or(crate::rate::DEFAULT_RATE_LIMIT_NAME, |r| r.name()),
+                .map_or(crate::rate::DEFAULT_RATE_LIMIT_NAME, RateLimit::name),
             retry_after: Some(wait),
-        })
+        }
     }
 }
 
@@ -244,8 +244,8 @@ impl Queue {
 
     /// The queue cannot be waited in after all (the executor has no timer
     /// here): the refusal to end the call with, counted by the limit.
-    pub fn give_up(self) -> Refused {
-        Refused::Limit(self.limit.refusal(Duration::ZERO))
+    pub fn give_up(self) -> LimitRefused {
+        self.limit.refusal(Duration::ZERO)
     }
 }
 
@@ -273,7 +273,7 @@ impl Ticket {
     /// # Errors
     /// The refusal, as one [`Refused`].
     #[inline]
-    pub fn admitted(slot: Result<Permit, crate::call::LimitRefused>) -> Result<Self, Refused> {
+    pub fn admitted(slot: Result<Permit, LimitRefused>) -> Result<Self, Refused> {
         slot.map(Self::from).map_err(Refused::Limit)
     }
 

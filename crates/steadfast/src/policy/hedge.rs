@@ -281,9 +281,7 @@ impl HedgePolicy {
             in_flight: AttemptSet::new(),
             next_due: Some(now),
             hold_until: None,
-            refused_by: None,
-            limited: None,
-            refused_for: None,
+            refused: None,
             cut_by_deadline: false,
             stopped: false,
             winner: None,
@@ -421,7 +419,10 @@ impl HedgePolicy {
                         by = refusal.by,
                         "steadfast: hedge refused"
                     );
-                    state.refused_by = Some(refusal.by);
+                    state.refused = Some(Refused::Control {
+                        by: refusal.by,
+                        retry_after: None,
+                    });
                     state.next_due = None;
                 }
             }
@@ -441,9 +442,7 @@ impl HedgePolicy {
     /// handed out, because the gate refused it ([`Limits::admit_now`]): it
     /// was never sent. It no longer counts as sent or in flight, no further
     /// copy is sent, the control gets its grant back, and the refusal is
-    /// kept for the call's error ([`HedgeState::limit_refused`] for a
-    /// concurrency limit's, [`HedgeState::refused_by`] and
-    /// [`HedgeState::refused_for`] for a rate limit's). With nothing in
+    /// kept for the call's error ([`HedgeState::refusal`]). With nothing in
     /// flight, the next [`send_due`](Self::send_due) stops the call as the
     /// refusal says ([`Refused::reason`]: [`StopReason::LimitReached`] or
     /// [`StopReason::Throttled`]). A number that is not the last copy
@@ -469,7 +468,7 @@ impl HedgePolicy {
     /// let HedgeAction::Send(first) = policy.send_due(&mut call, &clock) else { unreachable!() };
     /// let refused = RateRefused { by: "maps api", retry_after: Some(Duration::from_millis(40)) };
     /// policy.withdraw(&mut call, first.number, refused.into());
-    /// assert_eq!((call.sent(), call.refused_by(), call.refused_for()), (0, Some("maps api"), refused.retry_after));
+    /// assert_eq!((call.sent(), call.refused_by(), call.retry_after()), (0, Some("maps api"), refused.retry_after));
     /// assert_eq!(policy.send_due(&mut call, &clock), HedgeAction::Stop(StopReason::Throttled));
     /// # Ok::<(), steadfast::ConfigError>(())
     /// ```
@@ -478,13 +477,7 @@ impl HedgePolicy {
     /// [`Refused::reason`]: crate::call::Refused::reason
     pub fn withdraw(&self, state: &mut HedgeState, number: u32, refused: Refused) {
         if self.take_back(state, number) {
-            match refused {
-                Refused::Limit(limit) => state.limited = Some(limit),
-                Refused::Rate(rate) => {
-                    state.refused_by = Some(rate.by);
-                    state.refused_for = rate.retry_after;
-                }
-            }
+            state.refused = Some(refused);
             tracing::debug!(
                 attempt = number,
                 by = refused.by(),
@@ -625,7 +618,7 @@ impl HedgePolicy {
         // The next copy, if there is one, goes now (or when the pushback
         // ends). That includes a copy whose regular time fell past the
         // deadline: sent now, it may still finish in time.
-        let more = state.sent < self.max_attempts && state.refused_by.is_none() && !state.stopped;
+        let more = state.sent < self.max_attempts && state.refused_by().is_none() && !state.stopped;
         if more && (state.next_due.is_some() || state.cut_by_deadline) {
             let at = state.hold_until.map_or(now, |h| h.max(now));
             state.schedule_next(at);

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::call::{Attempt, AttemptSet, HedgeStats, LimitRefused, StopReason};
+use crate::call::{Attempt, AttemptSet, HedgeStats, LimitRefused, Refused, StopReason};
 use crate::deadline::Deadline;
 
 #[cfg(doc)]
@@ -50,11 +50,9 @@ pub struct HedgeState {
     pub(super) in_flight: AttemptSet,
     pub(super) next_due: Option<Instant>,
     pub(super) hold_until: Option<Instant>,
-    pub(super) refused_by: Option<&'static str>,
-    /// The concurrency limit's refusal of a copy, if it refused one.
-    pub(super) limited: Option<LimitRefused>,
-    /// How long the rate limit that refused a copy said it would.
-    pub(super) refused_for: Option<Duration>,
+    /// Who refused a copy (the control, or the gate's rate or concurrency
+    /// limit), if someone did: no copy is sent after a refusal.
+    pub(super) refused: Option<Refused>,
     pub(super) cut_by_deadline: bool,
     pub(super) stopped: bool,
     pub(super) winner: Option<u32>,
@@ -112,25 +110,39 @@ impl HedgeState {
         self.next_due
     }
 
-    /// How long the rate limit that refused a copy said it would go on
-    /// refusing it (see [`HedgePolicy::withdraw`]).
+    /// Who refused a copy, if someone did: the control (in
+    /// [`send_due`](HedgePolicy::send_due)), or the gate's rate or
+    /// concurrency limit (see [`HedgePolicy::withdraw`]).
     #[must_use]
-    pub fn refused_for(&self) -> Option<Duration> {
-        self.refused_for
+    pub fn refusal(&self) -> Option<Refused> {
+        self.refused
+    }
+
+    /// How long the control or rate limit that refused a copy said it
+    /// would go on refusing ([`Refused::retry_after`]).
+    #[must_use]
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.refused?.retry_after()
     }
 
     /// The concurrency limit's refusal of a copy's slot, if it refused one
     /// (see [`HedgePolicy::withdraw`]).
     #[must_use]
     pub fn limit_refused(&self) -> Option<LimitRefused> {
-        self.limited
+        match self.refused {
+            Some(Refused::Limit(refused)) => Some(refused),
+            _ => None,
+        }
     }
 
-    /// The control that refused a copy, if one did (no copy is sent after
-    /// a refusal).
+    /// The control or rate limit that refused a copy, if one did (a
+    /// concurrency limit's refusal is [`limit_refused`](Self::limit_refused)).
     #[must_use]
     pub fn refused_by(&self) -> Option<&'static str> {
-        self.refused_by
+        match self.refused? {
+            Refused::Limit(_) => None,
+            refused => Some(refused.by()),
+        }
     }
 
     /// The copy that succeeded, once one has.
@@ -173,17 +185,15 @@ impl HedgeState {
             failed: self.failed,
             cancelled: self.in_flight.len(),
             winner: self.winner,
-            refused_by: self.refused_by,
+            refused_by: self.refused_by(),
             elapsed: self.elapsed(now),
         }
     }
 
     /// Why the call ends when nothing is in flight and nothing more will be sent.
     pub(super) fn exhausted_reason(&self) -> StopReason {
-        if self.refused_by.is_some() {
-            StopReason::Throttled
-        } else if self.limited.is_some() {
-            StopReason::LimitReached
+        if let Some(refused) = self.refused {
+            refused.reason(false)
         } else if self.stopped {
             // The classifier (or the caller) forbade more copies.
             StopReason::Permanent

@@ -180,7 +180,7 @@ impl Limits {
     /// [`StopReason::Throttled`](crate::StopReason::Throttled), the limit's
     /// name in [`refused_by`](crate::RetryError::refused_by) and the time
     /// until it would be admitted in
-    /// [`refused_for`](crate::RetryError::refused_for).
+    /// [`retry_after`](crate::RetryError::retry_after).
     #[must_use]
     pub fn with_rate_limit(mut self, limit: RateLimit) -> Self {
         self.rate = Some((limit, Duration::ZERO));

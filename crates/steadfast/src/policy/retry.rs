@@ -324,7 +324,7 @@ impl<S: Schedule> RetryPolicyBuilder<S> {
     /// (default none). One it has no room for now stops the call as
     /// [`StopReason::Throttled`](crate::StopReason::Throttled), with the
     /// limit's name and the time until it would be admitted
-    /// ([`RetryError::refused_for`](crate::RetryError::refused_for)).
+    /// ([`RetryError::retry_after`](crate::RetryError::retry_after)).
     ///
     /// ```
     /// use std::time::Duration;
@@ -340,7 +340,7 @@ impl<S: Schedule> RetryPolicyBuilder<S> {
     /// let err = (|_| async { Ok::<_, std::io::Error>(()) }).retry(&policy).await.unwrap_err();
     /// assert_eq!((err.reason(), err.refused_by()), (StopReason::Throttled, Some("maps api")));
     /// // A second at most, padded by the clock's tick.
-    /// assert!(err.refused_for().is_some_and(|d| d <= Duration::from_secs(1) + SystemClock.tick_lag()));
+    /// assert!(err.retry_after().is_some_and(|d| d <= Duration::from_secs(1) + SystemClock.tick_lag()));
     /// # Ok(()) }
     /// ```
     #[must_use]

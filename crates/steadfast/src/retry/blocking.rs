@@ -304,9 +304,9 @@ pub(super) fn refused<S, E>(
     by: &'static str,
     name: Option<&'static str>,
 ) -> RetryError<E> {
-    let refused_for = policy.control().and_then(|c| c.refusal_ends_in(by));
+    let retry_after = policy.control().and_then(|c| c.retry_after(by));
     // Inline, without an allocation: a refusal must cost no more than its answer.
-    let err = RetryError::refused(by).with_refused_for(refused_for);
+    let err = RetryError::refused(by).with_refusal(Refused::Control { by, retry_after });
     match name {
         Some(name) => err.with_name(name),
         None => err,

@@ -190,12 +190,15 @@ impl<C: AsyncClock> Connector<C> {
             .await;
         result.map_err(|err| {
             let (reason, attempts, elapsed) = (err.reason(), err.attempts(), err.elapsed());
-            let (refused_by, timed_out) = (err.refused_by(), err.timed_out());
+            let (refused, timed_out) = (err.refusal(), err.timed_out());
             let last = err.into_last_error().map(|f| f.failure);
-            RetryError::new(reason, last, attempts, elapsed)
+            let err = RetryError::new(reason, last, attempts, elapsed)
                 .with_name(self.name)
-                .with_refused_by(refused_by)
-                .with_timed_out(timed_out)
+                .with_timed_out(timed_out);
+            match refused {
+                Some(refused) => err.with_refusal(refused),
+                None => err,
+            }
         })
     }
 }

@@ -670,9 +670,9 @@ where
             }
             Admission::Turn(turn) => {
                 let refused = turn.give_up(self.policy.policy().limits());
-                Err(self.refused(run, refused))
+                Err(self.refused(run, Refused::Rate(refused)))
             }
-            Admission::Queue(queue) => Err(self.refused(run, queue.give_up())),
+            Admission::Queue(queue) => Err(self.refused(run, Refused::Limit(queue.give_up()))),
             Admission::Refused(refused) => Err(self.refused(run, refused)),
         }
     }

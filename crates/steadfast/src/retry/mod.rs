@@ -57,7 +57,7 @@ pub use future::RetryFuture;
 pub use notify::{Notice, Notify, NotifyAsync, NotifyFn};
 
 use crate::backoff::Schedule;
-use crate::call::{Attempt, Lend, Operation, RetryError, StopReason};
+use crate::call::{Attempt, Lend, Operation, Refused, RetryError, StopReason};
 use crate::cancel::CancelToken;
 use crate::classify::AnyError;
 use crate::clock::{DefaultClock, SystemClock};
@@ -184,8 +184,14 @@ pub(crate) fn conclude<T, E>(
         "steadfast: giving up"
     );
     let mut err = RetryError::new(reason, last_error, state.attempts(), state.elapsed(now))
-        .with_refused_by(state.refused_by())
         .with_timed_out(timed_out);
+    if let Some(by) = state.refused_by() {
+        // The control refused a retry (the decision's own refusal).
+        err = err.with_refusal(Refused::Control {
+            by,
+            retry_after: None,
+        });
+    }
     if let Some(name) = name {
         err = err.with_name(name);
     }

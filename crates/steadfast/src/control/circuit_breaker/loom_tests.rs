@@ -84,7 +84,7 @@ fn racing_probe_failures_reopen_once() {
         assert_eq!(snap.state, BreakerState::Open);
         assert_eq!(snap.openings, 2);
         assert_eq!(snap.reopenings, 1);
-        assert_eq!(b.refusal_ends_in(b.name()), Some(BREAK));
+        assert_eq!(b.retry_after(b.name()), Some(BREAK));
     });
 }
 
@@ -110,7 +110,7 @@ fn racing_probe_outcomes_decide_once() {
             }
             BreakerState::Open => {
                 assert_eq!((snap.openings, snap.reopenings), (2, 1));
-                assert_eq!(b.refusal_ends_in(b.name()), Some(BREAK));
+                assert_eq!(b.retry_after(b.name()), Some(BREAK));
             }
             other => panic!("unexpected state {other}"),
         }
@@ -133,7 +133,7 @@ fn racing_trips_open_once() {
         let snap = b.snapshot();
         assert_eq!(snap.state, BreakerState::Open);
         assert_eq!(snap.openings, 1);
-        assert_eq!(b.refusal_ends_in(b.name()), Some(BREAK));
+        assert_eq!(b.retry_after(b.name()), Some(BREAK));
     });
 }
 

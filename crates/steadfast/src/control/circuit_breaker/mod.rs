@@ -40,7 +40,7 @@ const NANOS_PER_MILLI: u64 = 1_000_000;
 /// - *Open*: every [`admit`](RetryControl::admit) and
 ///   [`allow_retry`](RetryControl::allow_retry) is refused at once, with a
 ///   [`Refusal`] naming the breaker, and
-///   [`refusal_ends_in`](RetryControl::refusal_ends_in) tells how long the
+///   [`retry_after`](RetryControl::retry_after) tells how long the
 ///   break still lasts. No attempt is made, nothing sleeps, nothing is
 ///   allocated.
 /// - *Half-open*: once the break is over, the next `probes` attempts (1 by
@@ -97,7 +97,7 @@ const NANOS_PER_MILLI: u64 = 1_000_000;
 /// }
 /// assert_eq!(breaker.state(), BreakerState::Open);
 /// assert_eq!(breaker.admit().unwrap_err().by, "payments");
-/// assert_eq!(breaker.refusal_ends_in("payments"), Some(Duration::from_secs(5)));
+/// assert_eq!(breaker.retry_after("payments"), Some(Duration::from_secs(5)));
 ///
 /// clock.sleep_blocking(Duration::from_secs(5));
 /// assert!(breaker.admit().is_ok()); // the probe
@@ -244,7 +244,7 @@ impl<C: Clock> CircuitBreaker<C> {
     /// let breaker = CircuitBreaker::builder().name("search").build()?;
     /// breaker.isolate();
     /// assert_eq!(breaker.admit().unwrap_err().by, "search");
-    /// assert_eq!(breaker.refusal_ends_in("search"), None); // until someone resets it
+    /// assert_eq!(breaker.retry_after("search"), None); // until someone resets it
     /// breaker.reset();
     /// assert!(breaker.admit().is_ok());
     /// # Ok::<(), steadfast::ConfigError>(())
@@ -575,7 +575,7 @@ impl<C: Clock> RetryControl for CircuitBreaker<C> {
         self.on_outcome(outcome == Outcome::RetryableFailure || slow);
     }
 
-    fn refusal_ends_in(&self, by: &'static str) -> Option<Duration> {
+    fn retry_after(&self, by: &'static str) -> Option<Duration> {
         if by != self.settings.name {
             return None;
         }

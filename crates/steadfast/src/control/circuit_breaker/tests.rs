@@ -133,8 +133,8 @@ fn an_open_breaker_refuses_everything_and_says_for_how_long() {
     clock.advance(Duration::from_millis(1200));
     assert_eq!(b.admit(), Err(Refusal { by: "dep" }));
     assert_eq!(b.allow_retry(), Err(Refusal { by: "dep" }));
-    assert_eq!(b.refusal_ends_in("dep"), Some(Duration::from_millis(3800)));
-    assert_eq!(b.refusal_ends_in("other"), None);
+    assert_eq!(b.retry_after("dep"), Some(Duration::from_millis(3800)));
+    assert_eq!(b.retry_after("other"), None);
     // Outcomes of calls let through before the break decide nothing.
     succeed(&b, 10);
     assert_eq!(b.state(), BreakerState::Open);
@@ -177,7 +177,7 @@ fn a_probe_failure_opens_again() {
     assert_eq!(b.state(), BreakerState::Open);
     assert_eq!(b.snapshot().reopenings, 1);
     assert_eq!(b.snapshot().openings, 2);
-    assert_eq!(b.refusal_ends_in("dep"), Some(5 * SEC));
+    assert_eq!(b.retry_after("dep"), Some(5 * SEC));
 }
 
 #[test]
@@ -253,7 +253,7 @@ fn probes_that_never_report_are_replaced_after_the_probe_timeout() {
     assert!(b.admit().is_ok()); // a probe whose caller goes away
     clock.advance(Duration::from_millis(1999));
     assert!(b.admit().is_err());
-    assert_eq!(b.refusal_ends_in("dep"), Some(Duration::from_millis(1)));
+    assert_eq!(b.retry_after("dep"), Some(Duration::from_millis(1)));
     clock.advance(Duration::from_millis(1));
     assert!(b.admit().is_ok(), "a new round");
     assert!(b.admit().is_err());
@@ -269,7 +269,7 @@ fn isolate_and_reset() {
     assert_eq!(b.state(), BreakerState::Isolated);
     clock.advance(Duration::from_secs(3600));
     assert!(b.admit().is_err(), "no break ends an isolation");
-    assert_eq!(b.refusal_ends_in("dep"), None);
+    assert_eq!(b.retry_after("dep"), None);
     assert_eq!(b.snapshot().next_probe_in, None);
     succeed(&b, 1);
     assert_eq!(b.state(), BreakerState::Isolated);
@@ -301,7 +301,7 @@ fn breaks_grow_with_consecutive_openings_and_stop_at_the_cap() {
     open(&b);
     let mut breaks = Vec::new();
     for _ in 0..6 {
-        breaks.push(b.refusal_ends_in("dep").expect("open"));
+        breaks.push(b.retry_after("dep").expect("open"));
         clock.advance(*breaks.last().expect("one"));
         assert!(b.admit().is_ok());
         fail(&b, 1);
@@ -312,7 +312,7 @@ fn breaks_grow_with_consecutive_openings_and_stop_at_the_cap() {
     assert!(b.admit().is_ok());
     succeed(&b, 1);
     open(&b);
-    assert_eq!(b.refusal_ends_in("dep"), Some(SEC));
+    assert_eq!(b.retry_after("dep"), Some(SEC));
 }
 
 #[test]

@@ -127,7 +127,7 @@ async fn a_copy_the_rate_limit_does_not_admit_is_not_sent_and_the_first_still_wi
     assert_eq!((err.reason(), err.attempts()), (StopReason::Throttled, 0));
     assert_eq!(err.refused_by(), Some("maps api"));
     assert!(
-        err.refused_for()
+        err.retry_after()
             .is_some_and(|d| d > Duration::ZERO && d <= Duration::from_secs(1))
     );
 }

@@ -52,7 +52,7 @@ async fn a_call_the_limit_has_no_room_for_is_refused_with_the_wait() {
         .unwrap_err();
     assert_eq!((err.reason(), err.attempts()), (StopReason::Throttled, 0));
     assert_eq!(
-        (err.refused_by(), err.refused_for()),
+        (err.refused_by(), err.retry_after()),
         (Some("maps api"), Some(secs(1)))
     );
     assert_eq!(
@@ -70,7 +70,7 @@ async fn a_retry_draws_from_the_limit_and_a_refused_one_keeps_the_last_error() {
         .unwrap_err();
     assert_eq!((err.reason(), err.attempts()), (StopReason::Throttled, 1));
     assert_eq!(err.last_error(), Some(&"unavailable"));
-    assert_eq!(err.refused_for(), Some(secs(1)));
+    assert_eq!(err.retry_after(), Some(secs(1)));
     assert!(
         err.to_string()
             .contains("retry refused by maps api, for 1.0s more"),
@@ -110,7 +110,7 @@ async fn a_turn_past_the_deadline_is_refused_at_once() {
         "no wait that could not end in time"
     );
     assert_eq!(
-        (err.reason(), err.refused_for()),
+        (err.reason(), err.retry_after()),
         (StopReason::Throttled, Some(secs(1)))
     );
 }
@@ -156,7 +156,7 @@ fn the_blocking_executor_is_admitted_refused_and_waits_alike() {
         .call()
         .unwrap_err();
     assert_eq!(
-        (err.reason(), err.refused_for()),
+        (err.reason(), err.retry_after()),
         (StopReason::Throttled, Some(secs(1)))
     );
     let before = clock.now();
