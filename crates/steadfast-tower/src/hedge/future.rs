@@ -10,7 +10,7 @@ use steadfast::hedge::{HedgeFuture, Hedgeable};
 use steadfast::{Classify, HedgePolicy};
 use tower_service::Service;
 
-use crate::attempt::{AttemptFuture, Attempts, Payload};
+use crate::attempt::{Attempts, Payload};
 use crate::layer::{Launch, PolicyLayer, Runs, Setup};
 use crate::policy::{CallPolicy, PolicyFor};
 use crate::prepare::Stages;
@@ -18,17 +18,7 @@ use crate::replay::{Prepared, Replay};
 
 /// The core's hedger, run over the layer's attempts, with the output form
 /// the caller chose.
-type Run<S, Req, P, K, R, C, O> = HedgeFuture<
-    Attempts<S, R, Req>,
-    AttemptFuture<S, <R as Replay<Req>>::Request>,
-    CallPolicy<P>,
-    K,
-    C,
-    (),
-    <S as Service<<R as Replay<Req>>::Request>>::Response,
-    <S as Service<<R as Replay<Req>>::Request>>::Error,
-    O,
->;
+type Run<S, Req, P, K, R, C, O> = HedgeFuture<Attempts<S, R, Req>, CallPolicy<P>, K, (), C, O>;
 
 impl<S, Req, P, K, R, C, O> Launch<S, Req, P, K, R, C, O> for HedgePolicy
 where
@@ -71,6 +61,7 @@ pin_project! {
     where
         R: Replay<Req>,
         S: Service<R::Request>,
+        S: Clone,
         P: Lend,
         C: AsyncClock,
     {
@@ -82,7 +73,7 @@ pin_project! {
 impl<S, Req, P, K, R, C, O> fmt::Debug for ResponseFuture<S, Req, P, K, R, C, O>
 where
     R: Replay<Req>,
-    S: Service<R::Request>,
+    S: Service<R::Request> + Clone,
     P: Lend,
     C: AsyncClock,
 {

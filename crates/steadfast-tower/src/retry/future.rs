@@ -12,7 +12,7 @@ use steadfast::retry::{Retry, RetryFuture, Retryable};
 use steadfast::{Attempt, Classify, RetryPolicy, Verdict};
 use tower_service::Service;
 
-use crate::attempt::{AttemptFuture, Attempts, Payload};
+use crate::attempt::{Attempts, Payload};
 use crate::layer::{Launch, PolicyLayer, Runs, Setup};
 use crate::policy::{CallPolicy, PolicyFor};
 use crate::prepare::Stages;
@@ -20,17 +20,7 @@ use crate::replay::{Prepared, Preparing, Replay};
 
 /// The core's retry future, run over the layer's attempts, with the output
 /// form the caller chose (`O`: the `Result`, or the whole report).
-type Run<S, Req, P, K, R, C, O> = RetryFuture<
-    Attempts<S, R, Req>,
-    AttemptFuture<S, <R as Replay<Req>>::Request>,
-    CallPolicy<P>,
-    K,
-    (),
-    C,
-    <S as Service<<R as Replay<Req>>::Request>>::Response,
-    <S as Service<<R as Replay<Req>>::Request>>::Error,
-    O,
->;
+type Run<S, Req, P, K, R, C, O> = RetryFuture<Attempts<S, R, Req>, CallPolicy<P>, K, (), C, O>;
 
 /// A call run by the core, on the heap: its request being prepared, then
 /// the core's retry future.
@@ -133,6 +123,7 @@ pin_project! {
     where
         R: Replay<Req>,
         S: Service<R::Request>,
+        S: Clone,
         P: Lend,
         C: AsyncClock,
     {
@@ -147,6 +138,7 @@ pin_project! {
     where
         R: Replay<Req>,
         S: Service<R::Request>,
+        S: Clone,
         P: Lend,
         C: AsyncClock,
     {
@@ -229,7 +221,7 @@ where
 impl<S, Req, P, K, R, C, O> fmt::Debug for ResponseFuture<S, Req, P, K, R, C, O>
 where
     R: Replay<Req>,
-    S: Service<R::Request>,
+    S: Service<R::Request> + Clone,
     P: Lend,
     C: AsyncClock,
 {

@@ -6,7 +6,8 @@
 //!
 //! - [`Attempt`]: what the operation knows of the attempt it is making (its
 //!   number, its deadline, the copies already in flight), and [`AttemptSet`];
-//! - [`Operation`]: what makes one attempt's future;
+//! - [`Operation`]: what makes one attempt's future, and [`TryOperation`],
+//!   one whose future gives a `Result` (the success and error types it names);
 //! - [`Verdict`]: what a classifier says of one outcome;
 //! - [`StopReason`]: why a call stopped without success;
 //! - [`RetryError`]: the error of a call that failed, retried or hedged
@@ -43,7 +44,7 @@ pub use attempt::Attempt;
 pub use attempt_set::{AttemptSet, AttemptSetIter, MAX_HEDGE_ATTEMPTS};
 pub use error::RetryError;
 pub use lend::Lend;
-pub use operation::Operation;
+pub use operation::{Operation, TryOperation};
 pub use refused::{DEFAULT_LIMIT_NAME, LimitRefused, RateRefused, Refused};
 pub use report::{Ending, Finish, Plain, Report, Reported};
 pub use stats::HedgeStats;

@@ -56,3 +56,39 @@ where
         self(attempt)
     }
 }
+
+/// An [`Operation`] whose attempts end in a `Result`: it names the two
+/// sides, so an executor's type needs no more parameters than the
+/// operation's own. Every operation whose future gives a `Result` is one;
+/// nothing to implement.
+///
+/// ```
+/// use steadfast::Attempt;
+/// use steadfast::call::TryOperation;
+///
+/// fn sides<F: TryOperation>(_: &F) -> (&'static str, &'static str) {
+///     (std::any::type_name::<F::Ok>(), std::any::type_name::<F::Error>())
+/// }
+/// let op = |_: Attempt| async { Ok::<u32, std::io::Error>(7) };
+/// assert_eq!(sides(&op), ("u32", "std::io::error::Error"));
+/// ```
+pub trait TryOperation: Operation<Future = <Self as TryOperation>::TryFuture> {
+    /// The attempt's future (the operation's [`Future`](Operation::Future)).
+    type TryFuture: Future<
+        Output = Result<<Self as TryOperation>::Ok, <Self as TryOperation>::Error>,
+    >;
+    /// What a successful attempt gives.
+    type Ok;
+    /// What a failed attempt gives.
+    type Error;
+}
+
+impl<F, T, E> TryOperation for F
+where
+    F: Operation,
+    F::Future: Future<Output = Result<T, E>>,
+{
+    type TryFuture = F::Future;
+    type Ok = T;
+    type Error = E;
+}

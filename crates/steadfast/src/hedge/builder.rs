@@ -67,7 +67,7 @@ impl<F: FnMut(&HedgeStats)> OnFinish for FinishFn<F> {
 /// Awaited, it gives the call's `Result`; after [`report`](Self::report), a
 /// [`Report`](crate::call::Report) (the result, why the call stopped, and
 /// the copies' [`HedgeStats`]). `O` is [`Plain`] or [`Reported`].
-pub struct Hedge<F, P, K = AnyError, C = DefaultClock, H = (), O = Plain> {
+pub struct Hedge<F, P, K = AnyError, H = (), C = DefaultClock, O = Plain> {
     pub(super) output: PhantomData<fn() -> O>,
     pub(super) op: F,
     pub(super) policy: P,
@@ -79,7 +79,7 @@ pub struct Hedge<F, P, K = AnyError, C = DefaultClock, H = (), O = Plain> {
     pub(super) name: Option<&'static str>,
 }
 
-impl<F, P: fmt::Debug, K: fmt::Debug, C: fmt::Debug, H, O> fmt::Debug for Hedge<F, P, K, C, H, O> {
+impl<F, P: fmt::Debug, K: fmt::Debug, H, C: fmt::Debug, O> fmt::Debug for Hedge<F, P, K, H, C, O> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Hedge")
             .field("policy", &self.policy)
@@ -92,21 +92,21 @@ impl<F, P: fmt::Debug, K: fmt::Debug, C: fmt::Debug, H, O> fmt::Debug for Hedge<
     }
 }
 
-impl<F, P, K, C, H, O> Hedge<F, P, K, C, H, O> {
+impl<F, P, K, H, C, O> Hedge<F, P, K, H, C, O> {
     /// Treats the errors for which `predicate` holds as non-fatal (the next
     /// copy goes at once); any other error is fatal and ends the call.
-    pub fn when<Pred>(self, predicate: Pred) -> Hedge<F, P, When<Pred>, C, H, O> {
+    pub fn when<Pred>(self, predicate: Pred) -> Hedge<F, P, When<Pred>, H, C, O> {
         self.with_classifier(When::new(predicate))
     }
 
     /// Classifies each copy's whole outcome with `f`: `Success` wins,
     /// `Retry` is non-fatal, `RetryAfter(d)` is pushback, `Stop` is fatal.
-    pub fn classify<G>(self, f: G) -> Hedge<F, P, ClassifyFn<G>, C, H, O> {
+    pub fn classify<G>(self, f: G) -> Hedge<F, P, ClassifyFn<G>, H, C, O> {
         self.with_classifier(ClassifyFn::new(f))
     }
 
     /// Uses any [`Classify`](crate::classify::Classify) implementation.
-    pub fn with_classifier<K2>(self, classify: K2) -> Hedge<F, P, K2, C, H, O> {
+    pub fn with_classifier<K2>(self, classify: K2) -> Hedge<F, P, K2, H, C, O> {
         Hedge {
             output: PhantomData,
             op: self.op,
@@ -121,7 +121,7 @@ impl<F, P, K, C, H, O> Hedge<F, P, K, C, H, O> {
     }
 
     /// Reads time and sleeps on `clock` (default [`TokioClock`](crate::clock::TokioClock)).
-    pub fn clock<C2: Clock>(self, clock: C2) -> Hedge<F, P, K, C2, H, O> {
+    pub fn clock<C2: Clock>(self, clock: C2) -> Hedge<F, P, K, H, C2, O> {
         Hedge {
             output: PhantomData,
             op: self.op,
@@ -137,7 +137,7 @@ impl<F, P, K, C, H, O> Hedge<F, P, K, C, H, O> {
 
     /// Calls `hook` once when the call ends, with its [`HedgeStats`]
     /// (copies sent, failed, cancelled, the winner).
-    pub fn on_finish<G: FnMut(&HedgeStats)>(self, hook: G) -> Hedge<F, P, K, C, FinishFn<G>, O> {
+    pub fn on_finish<G: FnMut(&HedgeStats)>(self, hook: G) -> Hedge<F, P, K, FinishFn<G>, C, O> {
         Hedge {
             output: PhantomData,
             op: self.op,
@@ -174,7 +174,7 @@ impl<F, P, K, C, H, O> Hedge<F, P, K, C, H, O> {
     /// the result, why the call stopped (`None` for a success), the copies
     /// sent as its attempts, and their [`HedgeStats`] (on success too) as
     /// its `hedge`.
-    pub fn report(self) -> Hedge<F, P, K, C, H, Reported> {
+    pub fn report(self) -> Hedge<F, P, K, H, C, Reported> {
         self.output()
     }
 
@@ -198,7 +198,7 @@ impl<F, P, K, C, H, O> Hedge<F, P, K, C, H, O> {
     /// # Ok::<(), steadfast::ConfigError>(())
     /// # }).unwrap();
     /// ```
-    pub fn output<O2>(self) -> Hedge<F, P, K, C, H, O2> {
+    pub fn output<O2>(self) -> Hedge<F, P, K, H, C, O2> {
         Hedge {
             output: PhantomData,
             op: self.op,
@@ -232,7 +232,7 @@ impl<F, P, K, C, H, O> Hedge<F, P, K, C, H, O> {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn fallback<Fb>(self, fallback: Fb) -> WithFallback<Hedge<F, P, K, C, H, Reported>, Fb, O> {
+    pub fn fallback<Fb>(self, fallback: Fb) -> WithFallback<Hedge<F, P, K, H, C, Reported>, Fb, O> {
         let name = self.name;
         WithFallback::new(self.output(), fallback, name)
     }

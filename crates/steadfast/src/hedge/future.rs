@@ -8,7 +8,7 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use pin_project_lite::pin_project;
 
 use super::{Hedge, OnFinish};
-use crate::call::{Finish, HedgeStats, Lend, Operation, Plain, Report, RetryError, StopReason};
+use crate::call::{Finish, HedgeStats, Lend, Plain, Report, RetryError, StopReason, TryOperation};
 use crate::cancel::{CancelToken, Cancelled};
 use crate::classify::Classify;
 use crate::clock::AsyncClock;
@@ -25,8 +25,9 @@ pin_project! {
     /// spawned and nothing outlives the call.
     #[must_use = "futures do nothing unless polled"]
     #[project = HedgeFutureProj]
-    pub struct HedgeFuture<F, Fut, P, K, C, H, T, E, O = Plain>
+    pub struct HedgeFuture<F, P, K, H, C, O = Plain>
     where
+        F: TryOperation,
         C: AsyncClock,
     {
         output: std::marker::PhantomData<fn() -> O>,
@@ -40,12 +41,12 @@ pin_project! {
         deadline: Option<Deadline>,
         // Made at the first poll, where the ambient deadline is in force.
         state: Option<HedgeState>,
-        last: Option<Result<T, E>>,
+        last: Option<Result<F::Ok, F::Error>>,
         #[pin]
-        first: Option<WithDeadline<Fut>>,
+        first: Option<WithDeadline<F::Future>>,
         // The first copy's ticket from the gate.
         first_ticket: Ticket,
-        hedges: Option<FuturesUnordered<Tagged<WithDeadline<Fut>>>>,
+        hedges: Option<FuturesUnordered<Tagged<WithDeadline<F::Future>>>>,
         #[pin]
         timer: Option<C::Sleep>,
         timer_at: Option<Instant>,
@@ -75,8 +76,9 @@ impl<Fut: Future> Future for Tagged<Fut> {
     }
 }
 
-impl<F, Fut, P, K, C, H, T, E, O> fmt::Debug for HedgeFuture<F, Fut, P, K, C, H, T, E, O>
+impl<F, P, K, H, C, O> fmt::Debug for HedgeFuture<F, P, K, H, C, O>
 where
+    F: TryOperation,
     C: AsyncClock,
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -88,18 +90,17 @@ where
     }
 }
 
-impl<F, Fut, P, K, C, H, T, E, O> IntoFuture for Hedge<F, P, K, C, H, O>
+impl<F, P, K, H, C, O> IntoFuture for Hedge<F, P, K, H, C, O>
 where
-    F: Operation<Future = Fut>,
-    Fut: Future<Output = Result<T, E>>,
+    F: TryOperation,
     P: Lend<Policy = HedgePolicy>,
-    K: Classify<T, E>,
+    K: Classify<F::Ok, F::Error>,
     C: AsyncClock,
     H: OnFinish,
-    O: Finish<T, E>,
+    O: Finish<F::Ok, F::Error>,
 {
     type Output = O::Output;
-    type IntoFuture = HedgeFuture<F, Fut, P, K, C, H, T, E, O>;
+    type IntoFuture = HedgeFuture<F, P, K, H, C, O>;
 
     fn into_future(self) -> Self::IntoFuture {
         HedgeFuture {
@@ -124,15 +125,14 @@ where
     }
 }
 
-impl<F, Fut, P, K, C, H, T, E, O> Future for HedgeFuture<F, Fut, P, K, C, H, T, E, O>
+impl<F, P, K, H, C, O> Future for HedgeFuture<F, P, K, H, C, O>
 where
-    F: Operation<Future = Fut>,
-    Fut: Future<Output = Result<T, E>>,
+    F: TryOperation,
     P: Lend<Policy = HedgePolicy>,
-    K: Classify<T, E>,
+    K: Classify<F::Ok, F::Error>,
     C: AsyncClock,
     H: OnFinish,
-    O: Finish<T, E>,
+    O: Finish<F::Ok, F::Error>,
 {
     type Output = O::Output;
 
@@ -275,13 +275,13 @@ where
     }
 }
 
-impl<F, Fut, P, K, C, H, T, E, O> HedgeFutureProj<'_, F, Fut, P, K, C, H, T, E, O>
+impl<F, P, K, H, C, O> HedgeFutureProj<'_, F, P, K, H, C, O>
 where
-    Fut: Future<Output = Result<T, E>>,
+    F: TryOperation,
     C: AsyncClock,
     H: OnFinish,
 {
-    fn stop_cancelled(&mut self, now: Instant) -> Report<T, E> {
+    fn stop_cancelled(&mut self, now: Instant) -> Report<F::Ok, F::Error> {
         let reason = match self.state.as_ref().and_then(HedgeState::deadline) {
             Some(d) if d.is_expired(now) => StopReason::Deadline,
             _ => StopReason::Cancelled,
@@ -292,7 +292,7 @@ where
     /// Ends the call: counts and drops every copy still in flight, reports,
     /// and turns the last outcome into the result. `reason` is used only
     /// when the call did not succeed.
-    fn finish(&mut self, reason: StopReason, now: Instant) -> Report<T, E> {
+    fn finish(&mut self, reason: StopReason, now: Instant) -> Report<F::Ok, F::Error> {
         let stats = self
             .state
             .as_ref()

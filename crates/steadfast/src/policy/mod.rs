@@ -113,6 +113,7 @@ mod call_state;
 mod decision;
 pub mod gate;
 mod hedge;
+mod hedge_builder;
 mod hedge_delay;
 mod hedge_state;
 mod interface;
@@ -121,7 +122,8 @@ mod retry;
 
 pub use call_state::CallState;
 pub use decision::Decision;
-pub use hedge::{HedgePolicy, HedgePolicyBuilder};
+pub use hedge::HedgePolicy;
+pub use hedge_builder::HedgePolicyBuilder;
 pub use hedge_delay::{AdaptiveDelay, AdaptiveDelayBuilder, HedgeDelay, MAX_WINDOW};
 pub use hedge_state::{HedgeAction, HedgeDecision, HedgeState};
 pub use interface::Policy;

@@ -45,6 +45,7 @@
 mod blocking;
 mod builder;
 mod connect;
+mod core;
 mod future;
 mod notify;
 mod stage;
