@@ -91,10 +91,21 @@ impl Limits {
     /// [`max_queue_wait`](ConcurrencyLimit::max_queue_wait); neither past
     /// `deadline`), or who refused it.
     ///
-    /// Costs two `Option` checks for limits with neither; reads `clock`
-    /// only when a wait is possible and there is a deadline to bound it by.
-    #[inline]
+    /// Costs two `Option` checks for limits with neither (inline: the
+    /// executor sees a free ticket and keeps nothing of the rest); reads
+    /// `clock` only when a wait is possible and there is a deadline to
+    /// bound it by.
+    #[inline(always)]
     pub fn admit<C: Clock>(&self, deadline: Option<Deadline>, clock: &C) -> Admission {
+        if self.admits_all() {
+            return Admission::Admitted(Ticket::FREE);
+        }
+        self.admit_limited(deadline, clock)
+    }
+
+    /// [`admit`](Self::admit) under a rate or concurrency limit, out of line.
+    #[inline(never)]
+    fn admit_limited<C: Clock>(&self, deadline: Option<Deadline>, clock: &C) -> Admission {
         if let Some(rate) = self.rate_limit() {
             let max_wait = self.rate_limit_max_wait();
             if max_wait.is_zero() {
@@ -122,8 +133,18 @@ impl Limits {
     ///
     /// # Errors
     /// The step that had no room now, as one [`Refused`].
-    #[inline]
+    #[inline(always)]
     pub fn admit_now(&self) -> Result<Ticket, Refused> {
+        if self.admits_all() {
+            return Ok(Ticket::FREE);
+        }
+        self.admit_now_limited()
+    }
+
+    /// [`admit_now`](Self::admit_now) under a rate or concurrency limit,
+    /// out of line.
+    #[inline(never)]
+    fn admit_now_limited(&self) -> Result<Ticket, Refused> {
         if let Some(rate) = self.rate_limit() {
             rate.check().map_err(Refused::Rate)?;
         }

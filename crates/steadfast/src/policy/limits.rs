@@ -147,7 +147,16 @@ impl Limits {
         self.control.as_ref()
     }
 
+    /// Whether the gate has nothing to ask: no rate limit and no
+    /// concurrency limit (every attempt is admitted with a free ticket).
+    #[inline]
+    #[must_use]
+    pub(crate) fn admits_all(&self) -> bool {
+        self.rate.is_none() && self.concurrency.is_none()
+    }
+
     /// The concurrency limit every attempt takes a slot of, if any.
+    #[inline]
     #[must_use]
     pub fn concurrency_limit(&self) -> Option<&ConcurrencyLimit> {
         self.concurrency.as_ref()
@@ -163,6 +172,7 @@ impl Limits {
 
     /// The rate limit every attempt (first, retry, hedged copy) must be
     /// admitted by, if any.
+    #[inline]
     #[must_use]
     pub fn rate_limit(&self) -> Option<&RateLimit> {
         self.rate.as_ref().map(|(limit, _)| limit)
