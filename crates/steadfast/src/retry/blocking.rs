@@ -64,16 +64,7 @@ where
             // with the gate's answer.
             let ticket = match policy.limits().admit(None, &self.clock) {
                 Admission::Admitted(ticket) => ticket,
-                Admission::Refused(Refused::Limit(refused)) => {
-                    let err = RetryError::limited(refused);
-                    let err = match self.options.name {
-                        Some(name) => err.with_name(name),
-                        None => err,
-                    };
-                    let (result, ending) = ended_early(Err(err));
-                    return O::finish(result, || ending);
-                }
-                admission => return self.call_on(Start::Admitting(admission)),
+                admission => return self.not_admitted(admission),
             };
             let attempt = Attempt {
                 number: 1,
@@ -92,6 +83,27 @@ where
             };
         }
         self.call_on(Start::Fresh)
+    }
+
+    /// The gate did not admit the lean first attempt at once: a
+    /// concurrency limit's refusal ends the call here, inline (no
+    /// allocation); anything else goes to the full loop with the gate's
+    /// answer. Out of line, so that the success path stays small.
+    #[cold]
+    #[inline(never)]
+    fn not_admitted(self, admission: Admission) -> O::Output {
+        match admission {
+            Admission::Refused(Refused::Limit(refused)) => {
+                let err = RetryError::limited(refused);
+                let err = match self.options.name {
+                    Some(name) => err.with_name(name),
+                    None => err,
+                };
+                let (result, ending) = ended_early(Err(err));
+                O::finish(result, || ending)
+            }
+            admission => self.call_on(Start::Admitting(admission)),
+        }
     }
 
     /// The lean first attempt did not succeed: the full loop takes over.
@@ -330,6 +342,7 @@ where
     /// # Errors
     /// The fallback's error, or the call's when the fallback did not run
     /// (a cancellation).
+    #[inline]
     pub fn call(self) -> O::Output {
         match fall_back(self.inner.call(), self.name) {
             Next::Done(report) => O::from_report(report),

@@ -126,6 +126,26 @@ where
         )
     }
 
+    /// The gate did not admit a lean call's first attempt at once: a
+    /// concurrency limit's refusal ends the call here, without an
+    /// allocation; anything else goes to the running stage with the
+    /// gate's answer.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn not_admitted(
+        &mut self,
+        slot: &mut StageSlot<F, C, N>,
+        admission: Admission,
+        cx: &mut Context<'_>,
+    ) -> Output<F> {
+        match admission {
+            Admission::Refused(Refused::Limit(refused)) => {
+                Poll::Ready(ended_early(Err(self.limited(refused))))
+            }
+            admission => self.begin(slot, Some(admission), cx),
+        }
+    }
+
     /// A call that is not lean, or a lean one the gate did not admit at
     /// once (`admission`: its answer): asks the control, starts the
     /// per-call state, then runs.

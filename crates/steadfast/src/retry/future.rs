@@ -11,7 +11,7 @@ use super::stage::{OutOfLine, Phase, Running};
 use super::{Notify, Retry};
 use crate::backoff::Schedule;
 use crate::call::{
-    Attempt, Ending, Finish, Lend, Plain, Refused, RetryError, TryOperation, Verdict, ended_early,
+    Attempt, Ending, Finish, Lend, Plain, RetryError, TryOperation, Verdict, ended_early,
 };
 use crate::cancel::CancelToken;
 use crate::classify::Classify;
@@ -256,16 +256,10 @@ where
                         let limits = core.policy.policy().limits();
                         let ticket = match limits.admit(None, &core.clock) {
                             Admission::Admitted(ticket) => ticket,
-                            Admission::Refused(Refused::Limit(refused)) => {
-                                first.set(First::Over);
-                                return Poll::Ready(finish::<O, OkOf<F>, ErrOf<F>>(Err(
-                                    core.limited(refused)
-                                )));
-                            }
                             admission => {
                                 first.set(First::Over);
                                 return core
-                                    .begin(this.running, Some(admission), cx)
+                                    .not_admitted(this.running, admission, cx)
                                     .map(|(r, e)| O::finish(r, || e));
                             }
                         };
