@@ -85,8 +85,9 @@ use std::time::Duration;
 use serde::Serialize;
 use steadfast::backoff::Backoff;
 use steadfast::clock::Clock;
+use steadfast::policy::gate::{Admission, Turn};
 use steadfast::policy::{CallState, Decision, RetryPolicyBuilder};
-use steadfast::rate::{Quota, RateLimit, Reservation};
+use steadfast::rate::{Quota, RateLimit};
 use steadfast::{RetryPolicy, StopReason, Verdict};
 
 use super::{ScenarioResult, SeededCalls, StrategyResult, mix, run_strategies};
@@ -654,7 +655,7 @@ struct Call {
     start: Nanos,
     state: CallState,
     /// The turn booked with the limit, waited for before the attempt goes.
-    turn: Option<Reservation>,
+    turn: Option<Turn>,
 }
 
 type ClientPolicy = RetryPolicy<SeededCalls<Backoff>>;
@@ -894,38 +895,38 @@ impl Clients {
             return Ok(());
         };
         let policy = &self.policies[call.client as usize];
-        if let Some(turn) = call.turn.take() {
-            // The turn it waited for has come.
-            turn.admit();
-        } else if let Some(rate) = policy.limits().rate_limit() {
-            // As the executors do: a turn within the policy's wait and the
-            // time left before the deadline, or none.
-            let at = clock.now();
-            let max = policy.limits().rate_limit_max_wait();
-            let bound = call
-                .state
-                .deadline()
-                .map_or(max, |d| max.min(d.remaining(at)));
-            match rate.reserve(1, bound) {
-                Ok(turn) if turn.wait().is_zero() => turn.admit(),
-                Ok(turn) => {
-                    self.r.waited_for_turn += 1;
-                    engine.schedule(now.saturating_add(nanos(turn.wait())), Ev::Send(id));
-                    call.turn = Some(turn);
-                    return Ok(());
+        // The gate, as the executors ask it: a turn of the policy's rate
+        // limit within its wait and the time left before the deadline, or
+        // none; a turn waited for is taken when it comes.
+        let admission = match call.turn.take() {
+            Some(turn) => turn.take(policy.limits(), clock),
+            None => policy.limits().admit(call.state.deadline(), clock),
+        };
+        match admission {
+            // No concurrency limit here: the ticket holds nothing.
+            Admission::Admitted(_ticket) => {}
+            Admission::Turn(turn) => {
+                self.r.waited_for_turn += 1;
+                engine.schedule(now.saturating_add(nanos(turn.wait())), Ev::Send(id));
+                call.turn = Some(turn);
+                return Ok(());
+            }
+            // A queue would need a waiter the simulation does not model:
+            // refused (and counted by the limit), as a limit without one.
+            Admission::Queue(_) | Admission::Refused(_) => {
+                if let Admission::Queue(queue) = admission {
+                    let _ = queue.give_up();
                 }
-                Err(_refused) => {
-                    // StopReason::Throttled: the call fails at once.
-                    policy.abandon(&mut call.state);
-                    self.r.refused_locally += 1;
-                    if call.state.attempts() > 0 {
-                        self.r.refused_retries += 1;
-                    }
-                    let latency = now.saturating_sub(call.start);
-                    self.failed.record(latency);
-                    self.end(id);
-                    return Ok(());
+                // StopReason::Throttled: the call fails at once.
+                policy.abandon(&mut call.state);
+                self.r.refused_locally += 1;
+                if call.state.attempts() > 0 {
+                    self.r.refused_retries += 1;
                 }
+                let latency = now.saturating_sub(call.start);
+                self.failed.record(latency);
+                self.end(id);
+                return Ok(());
             }
         }
         policy.attempt_starting(&mut call.state, clock);
