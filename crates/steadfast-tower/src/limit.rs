@@ -29,7 +29,7 @@ use tower_service::Service;
 /// every clone of the layer and of its services shares it, and so can
 /// several services on purpose (a pool per dependency). An adaptive limit
 /// learns from each call's latency and from its outcome, as the classifier
-/// judges it ([`Signal::of`]).
+/// judges it ([`Signal::of`](steadfast::limit::Signal::of)).
 ///
 /// Two ways to meet a full limit:
 /// - **refuse** ([`new`](Self::new)): `poll_ready` passes the inner

@@ -40,8 +40,8 @@ pub type BoxError = Box<dyn Error + Send + Sync>;
 ///
 /// A response head without `grpc-status` commits the call: it is returned
 /// as it is and never retried. A Trailers-Only response (its status in its
-/// headers) is classified: see [`GrpcClassify`]. Request messages are
-/// buffered for replay up to 256 KiB per call ([`GrpcReplay`]); a larger
+/// headers) is classified: see [`GrpcClassify`](crate::GrpcClassify). Request messages are
+/// buffered for replay up to 256 KiB per call ([`GrpcReplay`](crate::GrpcReplay)); a larger
 /// request is sent once. A call whose retries end because its deadline
 /// would pass is answered with `DEADLINE_EXCEEDED` when its last attempt
 /// failed in transport.

@@ -26,7 +26,7 @@ use super::BoxError;
 use super::future::{GrpcFuture, Kind};
 use super::routes::{Route, Routes};
 
-/// The service a [`GrpcLayer`] makes.
+/// The service a [`GrpcLayer`](super::GrpcLayer) makes.
 pub struct GrpcService<S, C = DefaultClock> {
     pub(super) inner: Inner<S, C>,
     pub(super) routes: Arc<Routes<C>>,
