@@ -130,5 +130,7 @@ pub use interface::Policy;
 pub use limits::{DEFAULT_MAX_DELAY, Limits, Wait};
 pub use retry::{DEFAULT_MAX_ATTEMPTS, RetryPolicy, RetryPolicyBuilder};
 
+#[cfg(all(test, not(loom)))]
+mod gate_tests;
 #[cfg(test)]
 mod tests;
