@@ -1,11 +1,13 @@
 //! The gate: the one admission every attempt and hedged copy passes before
 //! it is sent, and the [`Ticket`] it holds while it is in flight.
 //!
-//! Every executor (the async retry future, the blocking loop, the hedger,
-//! the tower layers, the HTTP attempt service, the simulator) asks
-//! [`Limits::admit`] before each attempt and copy, and finishes the ticket
-//! it gets with the attempt's verdict ([`Ticket::finish`]); none asks a
-//! limit itself. A new kind of admission is one more step here.
+//! Every executor (the async retry future, the blocking loop, the hedger)
+//! asks it before each attempt and copy ([`Limits::admit`],
+//! [`Limits::admit_now`]), and finishes the ticket it gets with the
+//! attempt's verdict ([`Ticket::finish`]); so do steadfast-tower's retry
+//! layer and `ConcurrencyLimitLayer` and the simulator, and the HTTP client
+//! and the gRPC layer inherit it through those executors. None of them asks
+//! a limit itself. A new kind of admission is one more step here.
 //!
 //! The steps, in this order:
 //!
