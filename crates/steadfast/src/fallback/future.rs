@@ -79,6 +79,7 @@ where
     type Output = O::Output;
     type IntoFuture = FallbackFuture<X::IntoFuture, F, F::Future, O>;
 
+    #[inline]
     fn into_future(self) -> Self::IntoFuture {
         FallbackFuture {
             state: State::Running {
@@ -99,6 +100,7 @@ where
 {
     type Output = O::Output;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<O::Output> {
         let mut this = self.project();
         loop {
@@ -140,6 +142,7 @@ pub(crate) enum Next<T, E> {
 /// The one step every executor takes at the end of a call with a fallback:
 /// the report itself when the fallback does not fire, else the failure to
 /// give it and the ending its answer goes out with (the event recorded).
+#[inline]
 pub(crate) fn fall_back<T, E>(report: Report<T, E>, name: Option<&'static str>) -> Next<T, E> {
     if !fires(report.stop) {
         return Next::Done(report);
