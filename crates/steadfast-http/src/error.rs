@@ -251,10 +251,7 @@ impl Error {
     /// if one did.
     #[must_use]
     pub fn refused_by(&self) -> Option<&'static str> {
-        match self.refused? {
-            Refused::Limit(_) => None,
-            refused => Some(refused.by()),
-        }
+        self.refused?.throttled_by()
     }
 
     /// How long the refusal would go on, when the refuser knows: the time
@@ -302,10 +299,7 @@ impl Error {
     /// ```
     #[must_use]
     pub fn limit_refused(&self) -> Option<LimitRefused> {
-        match self.refused? {
-            Refused::Limit(refused) => Some(refused),
-            _ => None,
-        }
+        self.refused?.limit_refused()
     }
 
     /// Why a failure that would have been retried was not.

@@ -317,10 +317,7 @@ impl<E> RetryError<E> {
     /// attempt waited in its queue.
     #[must_use]
     pub fn limit_refused(&self) -> Option<LimitRefused> {
-        match self.refusal() {
-            Some(Refused::Limit(refused)) => Some(refused),
-            _ => None,
-        }
+        self.refusal()?.limit_refused()
     }
 
     /// Records that the last attempt ran out of time rather than failing.
@@ -375,10 +372,7 @@ impl<E> RetryError<E> {
     /// [`limit_refused`](Self::limit_refused); either is [`refusal`](Self::refusal)).
     #[must_use]
     pub fn refused_by(&self) -> Option<&'static str> {
-        match self.refusal()? {
-            Refused::Limit(_) => None,
-            refused => Some(refused.by()),
-        }
+        self.refusal()?.throttled_by()
     }
 
     /// How long the control or rate limit that refused said it would go on

@@ -118,6 +118,9 @@ impl std::error::Error for RateRefused {}
 /// assert_eq!(full.reason(false), StopReason::LimitReached);
 /// // A wait in the queue that ran into the call's deadline: the deadline stopped it.
 /// assert_eq!(full.reason(true), StopReason::Deadline);
+/// // What a throttled call names, and a full limit's own account.
+/// assert_eq!((rate.throttled_by(), full.throttled_by()), (Some("maps api"), None));
+/// assert_eq!(full.limit_refused().map(|l| l.limit), Some(4));
 /// let open = Refused::Control { by: "circuit breaker", retry_after: Some(Duration::from_secs(5)) };
 /// assert_eq!(open.to_string(), "refused by circuit breaker, for 5.0s more");
 /// ```
@@ -147,6 +150,27 @@ impl Refused {
             Self::Control { by, .. } => by,
             Self::Rate(r) => r.by,
             Self::Limit(l) => l.by,
+        }
+    }
+
+    /// The name of the control or rate limit that refused: what a call
+    /// stopped as [`StopReason::Throttled`] names (a concurrency limit's
+    /// refusal is [`limit_refused`](Self::limit_refused) instead).
+    #[must_use]
+    pub const fn throttled_by(&self) -> Option<&'static str> {
+        match self {
+            Self::Control { by, .. } => Some(by),
+            Self::Rate(r) => Some(r.by),
+            Self::Limit(_) => None,
+        }
+    }
+
+    /// A concurrency limit's account of its refusal, if it was one.
+    #[must_use]
+    pub const fn limit_refused(&self) -> Option<LimitRefused> {
+        match self {
+            Self::Limit(l) => Some(*l),
+            Self::Control { .. } | Self::Rate(_) => None,
         }
     }
 

@@ -129,20 +129,14 @@ impl HedgeState {
     /// (see [`HedgePolicy::withdraw`]).
     #[must_use]
     pub fn limit_refused(&self) -> Option<LimitRefused> {
-        match self.refused {
-            Some(Refused::Limit(refused)) => Some(refused),
-            _ => None,
-        }
+        self.refused?.limit_refused()
     }
 
     /// The control or rate limit that refused a copy, if one did (a
     /// concurrency limit's refusal is [`limit_refused`](Self::limit_refused)).
     #[must_use]
     pub fn refused_by(&self) -> Option<&'static str> {
-        match self.refused? {
-            Refused::Limit(_) => None,
-            refused => Some(refused.by()),
-        }
+        self.refused?.throttled_by()
     }
 
     /// The copy that succeeded, once one has.
