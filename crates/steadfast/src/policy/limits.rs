@@ -149,6 +149,10 @@ impl Limits {
 
     /// Whether the gate has nothing to ask: no rate limit and no
     /// concurrency limit (every attempt is admitted with a free ticket).
+    /// The async executor's lean first attempt asks this before
+    /// [`admit`](Self::admit), so that a call under no limit keeps no
+    /// ticket at all (a state without one, and a drop with nothing to
+    /// check: 8.6 ns to 6.3 ns awaited, BENCHMARKS.md).
     #[inline]
     #[must_use]
     pub(crate) fn admits_all(&self) -> bool {

@@ -94,6 +94,38 @@ where
             .is_some_and(|c| Pin::new(c).poll(cx).is_ready())
     }
 
+    /// The lean first attempt is pending: the call's end if the cancel
+    /// token is cancelled (registering for it otherwise).
+    #[inline(always)]
+    pub(super) fn lean_pending(&mut self, cx: &mut Context<'_>) -> Option<Done<F>> {
+        if self.poll_cancelled(cx) {
+            Some(self.cancelled_lean(true))
+        } else {
+            None
+        }
+    }
+
+    /// The lean first attempt is over: classified and its ticket finished
+    /// (a free ticket costs nothing); a success ends the call, anything
+    /// else starts the running stage with it.
+    #[inline(always)]
+    pub(super) fn landed(
+        &mut self,
+        slot: &mut StageSlot<F, C, N>,
+        outcome: Result<OkOf<F>, ErrOf<F>>,
+        ticket: Ticket,
+        cx: &mut Context<'_>,
+    ) -> Output<F> {
+        let verdict = self.classify.classify(&outcome);
+        ticket.finish(&self.classify, verdict, &outcome);
+        match outcome {
+            Ok(value) if verdict == Verdict::Success => {
+                Poll::Ready((Ok(value), Ending::FIRST_SUCCESS))
+            }
+            outcome => self.after_first(slot, outcome, verdict, cx),
+        }
+    }
+
     /// The error of a lean call whose first attempt the concurrency limit
     /// refused: inline, without an allocation.
     #[cold]

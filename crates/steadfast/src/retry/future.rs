@@ -10,9 +10,7 @@ use super::core::{Core, ErrOf, FutOf, OkOf, StageSlot};
 use super::stage::{OutOfLine, Phase, Running};
 use super::{Notify, Retry};
 use crate::backoff::Schedule;
-use crate::call::{
-    Attempt, Ending, Finish, Lend, Plain, RetryError, TryOperation, Verdict, ended_early,
-};
+use crate::call::{Attempt, Finish, Lend, Plain, RetryError, TryOperation, Verdict, ended_early};
 use crate::cancel::CancelToken;
 use crate::classify::Classify;
 use crate::clock::AsyncClock;
@@ -63,8 +61,16 @@ pin_project! {
         /// Not polled yet.
         Unpolled,
         /// A lean call's first attempt, before any per-call state exists,
-        /// with the gate's ticket (its slot, if the policy has a limit).
+        /// under limits that admit every attempt: there is no ticket to
+        /// hold, so the state and its drop carry none.
         Polling {
+            #[pin]
+            attempt: Fut,
+        },
+        /// A lean call's first attempt under a rate or concurrency limit,
+        /// with the gate's ticket (its slot, if the policy has a
+        /// concurrency limit).
+        Gated {
             #[pin]
             attempt: Fut,
             ticket: Ticket,
@@ -90,7 +96,9 @@ where
                 .field("call", &run.call)
                 .field("timed_out", &run.timed_out),
             (First::Unpolled, None) => s.field("stage", &"unpolled"),
-            (First::Polling { .. }, None) => s.field("stage", &"first attempt"),
+            (First::Polling { .. } | First::Gated { .. }, None) => {
+                s.field("stage", &"first attempt")
+            }
             (First::Over, None) => s.field("stage", &"done"),
         };
         s.finish_non_exhaustive()
@@ -212,29 +220,24 @@ where
         let mut first = this.first;
         loop {
             match first.as_mut().project() {
-                FirstProj::Polling { attempt, ticket } => {
-                    // A cancel that races with the attempt's completion lets
-                    // the completion win; otherwise it ends the call here.
+                // A cancel that races with the attempt's completion lets
+                // the completion win; otherwise it ends the call here.
+                FirstProj::Polling { attempt } => {
                     let Poll::Ready(outcome) = attempt.poll(cx) else {
-                        if core.poll_cancelled(cx) {
-                            first.set(First::Over);
-                            return Poll::Ready(finish::<O, OkOf<F>, ErrOf<F>>(
-                                core.cancelled_lean(true),
-                            ));
-                        }
-                        return Poll::Pending;
+                        return cancelled_or_pending::<O, _, _, _>(core.lean_pending(cx), first);
                     };
-                    let verdict = core.classify.classify(&outcome);
-                    std::mem::take(ticket).finish(&core.classify, verdict, &outcome);
                     first.set(First::Over);
-                    return match outcome {
-                        Ok(value) if verdict == Verdict::Success => {
-                            Poll::Ready(O::finish(Ok(value), || Ending::FIRST_SUCCESS))
-                        }
-                        outcome => core
-                            .after_first(this.running, outcome, verdict, cx)
-                            .map(|(r, e)| O::finish(r, || e)),
+                    let out = core.landed(this.running, outcome, Ticket::FREE, cx);
+                    return out.map(|(r, e)| O::finish(r, || e));
+                }
+                FirstProj::Gated { attempt, ticket } => {
+                    let Poll::Ready(outcome) = attempt.poll(cx) else {
+                        return cancelled_or_pending::<O, _, _, _>(core.lean_pending(cx), first);
                     };
+                    let ticket = std::mem::take(ticket);
+                    first.set(First::Over);
+                    let out = core.landed(this.running, outcome, ticket, cx);
+                    return out.map(|(r, e)| O::finish(r, || e));
                 }
                 FirstProj::Unpolled => {
                     if core.policy.policy().is_lean()
@@ -250,10 +253,18 @@ where
                                 core.cancelled_lean(false),
                             ));
                         }
-                        // The gate (no deadline to bound a wait by): a call
-                        // that must wait, or is refused by a rate limit, goes
-                        // to the running stage with the gate's answer.
+                        // The gate (no deadline to bound a wait by). Limits
+                        // that admit every attempt give nothing to hold, and
+                        // the attempt is polled without a ticket: asked
+                        // before `admit`, so the state never carries one.
+                        // Otherwise a call that must wait, or is refused,
+                        // goes to the running stage with the gate's answer.
                         let limits = core.policy.policy().limits();
+                        if limits.admits_all() {
+                            let attempt = core.op.attempt(Attempt::new(1));
+                            first.set(First::Polling { attempt });
+                            continue;
+                        }
                         let ticket = match limits.admit(None, &core.clock) {
                             Admission::Admitted(ticket) => ticket,
                             admission => {
@@ -264,7 +275,7 @@ where
                             }
                         };
                         let attempt = core.op.attempt(Attempt::new(1));
-                        first.set(First::Polling { attempt, ticket });
+                        first.set(First::Gated { attempt, ticket });
                         continue;
                     }
                     first.set(First::Over);
@@ -284,6 +295,22 @@ where
                     return out.map(|(r, e)| O::finish(r, || e));
                 }
             }
+        }
+    }
+}
+
+/// The lean first attempt is pending: the call's end if the cancel token
+/// ended it ([`Core::lean_pending`]), else `Pending`.
+#[inline(always)]
+fn cancelled_or_pending<O: Finish<T, E>, T, E, Fut>(
+    cancelled: Option<Result<T, RetryError<E>>>,
+    mut first: Pin<&mut First<Fut>>,
+) -> Poll<O::Output> {
+    match cancelled {
+        None => Poll::Pending,
+        Some(done) => {
+            first.set(First::Over);
+            Poll::Ready(finish::<O, T, E>(done))
         }
     }
 }
