@@ -271,35 +271,40 @@ impl<T, E> Chaos<T, E> {
     /// # Ok::<(), steadfast::ConfigError>(())
     /// # }).unwrap();
     /// ```
-    pub fn wrap<Op, C>(&self, op: Op, clock: C) -> Chaotic<Op, C, T, E> {
+    pub fn wrap<Op, C>(&self, op: Op, clock: C) -> Chaotic<'_, Op, C, T, E> {
         Chaotic {
             op,
             clock,
-            chaos: self.clone(),
+            chaos: self,
         }
     }
 
     /// `f` with each attempt run under the chaos, its latencies slept on
-    /// `clock`: an operation for the blocking executor.
+    /// `clock`: an operation for the blocking executor. Like
+    /// [`wrap`](Self::wrap), it borrows the chaos.
     pub fn wrap_blocking<C: Clock>(
         &self,
         mut f: impl FnMut(Attempt) -> Result<T, E>,
         clock: C,
     ) -> impl FnMut(Attempt) -> Result<T, E> {
-        let chaos = self.clone();
-        move |attempt| chaos.inject_blocking(&clock, || f(attempt))
+        move |attempt| self.inject_blocking(&clock, || f(attempt))
     }
 }
 
 /// An operation whose attempts run under a [`Chaos`]: [`Chaos::wrap`].
+///
+/// It borrows the chaos, so wrapping an operation per call costs no
+/// reference count (a chaos switched off then costs one relaxed load per
+/// attempt). A future that must be `'static` (a spawned task) wraps inside
+/// the task, borrowing a clone of the chaos it owns.
 #[derive(Debug, Clone)]
-pub struct Chaotic<Op, C, T, E> {
+pub struct Chaotic<'a, Op, C, T, E> {
     op: Op,
     clock: C,
-    chaos: Chaos<T, E>,
+    chaos: &'a Chaos<T, E>,
 }
 
-impl<Op, C, T, E> Operation for Chaotic<Op, C, T, E>
+impl<Op, C, T, E> Operation for Chaotic<'_, Op, C, T, E>
 where
     Op: Operation,
     Op::Future: Future<Output = Result<T, E>>,
