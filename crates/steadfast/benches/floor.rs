@@ -13,6 +13,11 @@
 //! concurrency limit and a rate limit, both with room: one slot taken and
 //! given back, one turn taken, on every call).
 //!
+//! Beside them, `floor_runtime/by hand`: a future written for this bench
+//! that does only what a lean first attempt must (see [`ByHand`]), with the
+//! same output type: the floor any retry future with steadfast's options
+//! can reach in this harness, measured in the same run.
+//!
 //! The same file builds against an earlier commit (it uses only API that
 //! has not changed since the concurrency limits), so `bash
 //! crates/steadfast/benches/floor-vs REV` runs this commit's and REV's
@@ -23,17 +28,23 @@
     missing_docs
 )]
 
+use std::future::Future;
 use std::hint::black_box;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use steadfast::call::LimitRefused;
+use steadfast::cancel::CancelToken;
 use steadfast::chaos::Chaos;
+use steadfast::deadline::Deadline;
 use steadfast::clock::TokioClock;
 use steadfast::fallback;
 use steadfast::limit::ConcurrencyLimit;
 use steadfast::rate::{Quota, RateLimit};
 use steadfast::retry::{BlockingRetryable, Retryable};
-use steadfast::{Attempt, RetryPolicy};
+use steadfast::{Attempt, Classify, RetryError, RetryPolicy, Verdict};
 
 fn op(x: u64) -> Result<u64, std::io::Error> {
     Ok(x.wrapping_add(1))
@@ -71,6 +82,98 @@ fn chaos_off() -> Chaos<u64, std::io::Error> {
         .error(1.0, || std::io::Error::other("injected"))
         .build()
         .unwrap()
+}
+
+pin_project_lite::pin_project! {
+    #[project = ByHandProj]
+    enum Stage<Fut> {
+        Unpolled,
+        Polling { #[pin] attempt: Fut },
+        Over,
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The least a retry future with steadfast's options does for a first
+    /// attempt that succeeds, written for this bench: it borrows the policy
+    /// and asks whether the call is lean and under no limit, checks the
+    /// call's deadline and the ambient one and the cancellation token, makes
+    /// the attempt on first poll (futures are lazy), classifies the outcome
+    /// and answers the executors' `Result`. Anything else (a failure, a
+    /// limit, a deadline) ends it with an error: it never retries.
+    struct ByHand<'a, Op, Fut> {
+        op: Op,
+        policy: &'a RetryPolicy,
+        cancel: Option<CancelToken>,
+        deadline: Option<Deadline>,
+        #[pin]
+        stage: Stage<Fut>,
+    }
+}
+
+impl<'a, Op, Fut> ByHand<'a, Op, Fut> {
+    fn new(op: Op, policy: &'a RetryPolicy) -> Self {
+        Self {
+            op,
+            policy,
+            cancel: None,
+            deadline: None,
+            stage: Stage::Unpolled,
+        }
+    }
+}
+
+/// What `ByHand` answers when it would have to do more than the floor.
+#[cold]
+fn beyond_the_floor<E>() -> RetryError<E> {
+    RetryError::limited(LimitRefused {
+        by: "beyond the floor",
+        in_flight: 0,
+        limit: 0,
+        waited: Duration::ZERO,
+    })
+}
+
+impl<Op, Fut, T, E> Future for ByHand<'_, Op, Fut>
+where
+    Op: FnMut(Attempt) -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+{
+    type Output = Result<T, RetryError<E>>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        loop {
+            match this.stage.as_mut().project() {
+                ByHandProj::Unpolled => {
+                    let limits = this.policy.limits();
+                    let lean = this.policy.is_lean()
+                        && limits.rate_limit().is_none()
+                        && limits.concurrency_limit().is_none()
+                        && this.deadline.is_none()
+                        && steadfast::deadline::current().is_none()
+                        && !this.cancel.as_ref().is_some_and(CancelToken::is_cancelled);
+                    if !lean {
+                        this.stage.set(Stage::Over);
+                        return Poll::Ready(Err(beyond_the_floor()));
+                    }
+                    let attempt = (this.op)(Attempt::new(1));
+                    this.stage.set(Stage::Polling { attempt });
+                }
+                ByHandProj::Polling { attempt } => {
+                    let outcome = std::task::ready!(attempt.poll(cx));
+                    let verdict = steadfast::classify::AnyError.classify(&outcome);
+                    this.stage.set(Stage::Over);
+                    return Poll::Ready(match outcome {
+                        Ok(value) if verdict == Verdict::Success => Ok(value),
+                        _ => Err(beyond_the_floor()),
+                    });
+                }
+                ByHandProj::Over => panic!("polled after it completed"),
+            }
+        }
+    }
 }
 
 /// tower's retry policy: up to `n` attempts of any error.
@@ -150,6 +253,10 @@ fn runtime(c: &mut Criterion) {
     g.bench_function("steadfast", |b| {
         b.to_async(&rt)
             .iter(|| async { (|_: Attempt| op_async(black_box(1))).retry(policy).await })
+    });
+    g.bench_function("by hand", |b| {
+        b.to_async(&rt)
+            .iter(|| async { ByHand::new(|_: Attempt| op_async(black_box(1)), policy).await })
     });
     g.bench_function("steadfast +fb", |b| {
         b.to_async(&rt).iter(|| async {

@@ -28,14 +28,26 @@ pin_project! {
     #[derive(Debug)]
     enum Stage<Fut, Sl, T, E> {
         // The call, with no fault: what a call the chaos drew nothing for
-        // (or a chaos switched off) is, so its poll is one tag check.
+        // (or a chaos switched off) is, so its poll is one tag check and
+        // the future is the call's own plus a tag.
         Pass { #[pin] call: Fut },
+        // A call the chaos drew faults for, boxed: its timer (tokio's is
+        // ~100 bytes), the fault's result and the injection are carried by
+        // that call alone, not by the future every call makes.
+        Injected { injected: Pin<Box<Injected<Fut, Sl, T, E>>> },
+    }
+}
+
+pin_project! {
+    #[project = InjectedProj]
+    #[derive(Debug)]
+    enum Injected<Fut, Sl, T, E> {
         // The call, after its injected latency: the injection held until
         // it ends.
         Call { #[pin] call: Fut, injection: Option<Injection> },
-        // Boxed: a timer is large (tokio's is ~100 bytes) and only a call
-        // the chaos delays needs one; the future every call makes stays small.
-        Delay { sleep: Pin<Box<Sl>>, then: Option<Then<Fut, T, E>>, injection: Option<Injection> },
+        // The injected latency, then the call or the fault.
+        Delay { #[pin] sleep: Sl, then: Option<Then<Fut, T, E>>, injection: Option<Injection> },
+        // The fault's result, instead of the call.
         Fault { result: Option<Result<T, E>>, injection: Option<Injection> },
     }
 }
@@ -61,11 +73,10 @@ where
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T, E>> {
-        let mut stage = self.project().stage;
-        if let StageProj::Pass { call } = stage.as_mut().project() {
-            return call.poll(cx);
+        match self.project().stage.project() {
+            StageProj::Pass { call } => call.poll(cx),
+            StageProj::Injected { injected } => poll_injected(injected.as_mut(), cx),
         }
-        poll_injected(stage, cx)
     }
 }
 
@@ -73,7 +84,7 @@ where
 /// without any.
 #[inline(never)]
 fn poll_injected<Fut, Sl, T, E>(
-    mut stage: Pin<&mut Stage<Fut, Sl, T, E>>,
+    mut stage: Pin<&mut Injected<Fut, Sl, T, E>>,
     cx: &mut Context<'_>,
 ) -> Poll<Result<T, E>>
 where
@@ -82,29 +93,28 @@ where
 {
     loop {
         match stage.as_mut().project() {
-            StageProj::Pass { call } => return call.poll(cx),
-            StageProj::Call { call, injection } => {
+            InjectedProj::Call { call, injection } => {
                 let out = ready!(call.poll(cx));
                 injection.take();
                 return Poll::Ready(out);
             }
-            StageProj::Delay {
+            InjectedProj::Delay {
                 sleep,
                 then,
                 injection,
             } => {
-                ready!(sleep.as_mut().poll(cx));
+                ready!(sleep.poll(cx));
                 let injection = injection.take();
                 match then.take() {
-                    Some(Then::Call(call)) => stage.set(Stage::Call { call, injection }),
-                    Some(Then::Fault(result)) => stage.set(Stage::Fault {
+                    Some(Then::Call(call)) => stage.set(Injected::Call { call, injection }),
+                    Some(Then::Fault(result)) => stage.set(Injected::Fault {
                         result: Some(result),
                         injection,
                     }),
                     None => panic!("ChaosFuture polled after it completed"),
                 }
             }
-            StageProj::Fault { result, injection } => {
+            InjectedProj::Fault { result, injection } => {
                 injection.take();
                 return Poll::Ready(
                     result
@@ -146,19 +156,23 @@ impl<Fut, Sl, T, E> ChaosFuture<Fut, Sl, T, E> {
             None => Then::Call(call()),
         };
         let injection = Some(injection);
-        let stage = match (injection.as_ref().and_then(|i| i.delay), then) {
-            (Some(delay), then) => Stage::Delay {
-                sleep: Box::pin(clock.sleep(delay)),
+        let injected = match (injection.as_ref().and_then(|i| i.delay), then) {
+            (Some(delay), then) => Injected::Delay {
+                sleep: clock.sleep(delay),
                 then: Some(then),
                 injection,
             },
-            (None, Then::Call(call)) => Stage::Call { call, injection },
-            (None, Then::Fault(result)) => Stage::Fault {
+            (None, Then::Call(call)) => Injected::Call { call, injection },
+            (None, Then::Fault(result)) => Injected::Fault {
                 result: Some(result),
                 injection,
             },
         };
-        Self { stage }
+        Self {
+            stage: Stage::Injected {
+                injected: Box::pin(injected),
+            },
+        }
     }
 }
 
