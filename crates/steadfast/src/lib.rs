@@ -51,6 +51,8 @@
 //!   retries and hedges.
 //! - [`limit`]: concurrency limits, fixed and adaptive: a slot per attempt.
 //! - [`rate`]: rate limits (GCRA): quotas, combined and per key; a turn per attempt.
+//! - [`endpoint`]: the replicas a call may go to: their load, the pick,
+//!   outlier detection (gRFC A50, Envoy).
 //! - [`policy`]: the decision engine: [`RetryPolicy`], [`HedgePolicy`], and
 //!   the [`policy::Limits`] they share.
 //! - [`retry`]: the retry executors, async and blocking.
@@ -98,6 +100,7 @@ pub mod clock;
 mod config_error;
 pub mod control;
 pub mod deadline;
+pub mod endpoint;
 pub mod fallback;
 pub mod hedge;
 pub mod limit;

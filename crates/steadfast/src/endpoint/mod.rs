@@ -1,0 +1,44 @@
+//! Endpoints: the replicas a call may go to, and their health.
+//!
+//! The parts, each a plain value on injected time that an endpoint set
+//! (and the simulator, and a test) drives:
+//!
+//! - [`PeakEwma`]: an endpoint's round-trip time, peak-weighted, raised by
+//!   a server's hint ([`PeakEwma::penalize`]); its load is that time ×
+//!   (calls in flight + 1);
+//! - [`power_of_two`]: the pick, two random eligible endpoints and the less
+//!   loaded one, over any [`Candidates`];
+//! - [`OutlierDetection`] and [`Detector`]: when an endpoint is taken out
+//!   of the picking (ejected) and when it returns, by gRFC A50's rules (the
+//!   default) or Envoy's ([`OutlierDetection::envoy`]); [`Answer`] says
+//!   what an attempt's outcome counts as.
+//!
+//! ```
+//! use std::time::Instant;
+//! use steadfast::endpoint::{Detector, Event, Host, Method, OutlierDetection};
+//! // Five endpoints, one failing nine calls in ten: failure percentage ejects it.
+//! let mut detector = Detector::new(OutlierDetection::a50().build()?);
+//! let mut hosts = vec![Host::new(); 5];
+//! for (i, host) in hosts.iter_mut().enumerate() {
+//!     host.set_tally(if i == 3 { 10 } else { 100 }, if i == 3 { 90 } else { 0 });
+//! }
+//! let mut ejected = Vec::new();
+//! detector.sweep(Instant::now(), &mut hosts, |e| ejected.push(e));
+//! assert!(matches!(ejected[..], [Event::Ejected { host: 3, .. }]));
+//! # Ok::<(), steadfast::ConfigError>(())
+//! ```
+
+mod detector;
+mod load;
+mod outlier;
+mod pick;
+
+pub use detector::{Answer, Detector, Event, Host, Method, Unenforced};
+pub use load::{DEFAULT_DECAY, DEFAULT_RTT, MAX_PENALTY, MIN_PENALTY, PeakEwma};
+pub use outlier::{
+    Consecutive, FailurePercentage, Model, OutlierDetection, OutlierDetectionBuilder, SuccessRate,
+};
+pub use pick::{Candidates, power_of_two};
+
+#[cfg(all(test, not(loom)))]
+mod tests;
