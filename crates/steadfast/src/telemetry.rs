@@ -8,6 +8,8 @@
 //! | `steadfast.concurrency.in_flight` | gauge | `limit` | at every window close (a sample, not a live count) |
 //! | `steadfast.concurrency.refused` | counter | `limit` | every refusal |
 //! | `steadfast.fallback` | counter | `call`, `reason` | every time a call's fallback answers |
+//! | `grpc.lb.outlier_detection.ejections_enforced` | counter | `grpc.lb.outlier_detection.detection_method` | every ejection by outlier detection (gRFC A91's name) |
+//! | `grpc.lb.outlier_detection.ejections_unenforced` | counter | `grpc.lb.outlier_detection.detection_method`, `grpc.lb.outlier_detection.unenforced_reason` | every outlier found and not ejected |
 //! | `steadfast.rate.fleet` | counter | `limit`, `outcome` | every check of a fleet rate limit (`admitted`, `refused`, `cached`, `backend_error`, `timeout`, `local_admitted`, `local_refused`, `closed`) |
 
 /// A concurrency limit named `name` refused an attempt.
@@ -48,4 +50,31 @@ pub(crate) fn fallback_fired(call: &'static str, reason: &'static str) {
     metrics::counter!("steadfast.fallback", "call" => call, "reason" => reason).increment(1);
     #[cfg(not(feature = "metrics"))]
     let _ = (call, reason);
+}
+
+/// Outlier detection ejected an endpoint it found by `method`.
+#[inline]
+pub(crate) fn ejection_enforced(method: &'static str) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!(
+        "grpc.lb.outlier_detection.ejections_enforced",
+        "grpc.lb.outlier_detection.detection_method" => method
+    )
+    .increment(1);
+    #[cfg(not(feature = "metrics"))]
+    let _ = method;
+}
+
+/// Outlier detection found an outlier by `method` and did not eject it, for `reason`.
+#[inline]
+pub(crate) fn ejection_unenforced(method: &'static str, reason: &'static str) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!(
+        "grpc.lb.outlier_detection.ejections_unenforced",
+        "grpc.lb.outlier_detection.detection_method" => method,
+        "grpc.lb.outlier_detection.unenforced_reason" => reason
+    )
+    .increment(1);
+    #[cfg(not(feature = "metrics"))]
+    let _ = (method, reason);
 }

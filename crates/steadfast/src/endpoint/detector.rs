@@ -206,13 +206,11 @@ impl Detector {
         &self.config
     }
 
-    /// Whether `answer` counts as a failure under the configured model.
+    /// Whether `answer` counts as a failure under the configured model
+    /// ([`OutlierDetection::is_failure`]).
     #[must_use]
     pub fn is_failure(&self, answer: Answer) -> bool {
-        match self.config.model {
-            Model::A50 => answer != Answer::Ok,
-            Model::Envoy => matches!(answer, Answer::ServerError | Answer::GatewayError),
-        }
+        self.config.is_failure(answer)
     }
 
     /// One sweep at `now` over `hosts`, whose tallies hold the interval that

@@ -11,7 +11,10 @@
 //! - [`OutlierDetection`] and [`Detector`]: when an endpoint is taken out
 //!   of the picking (ejected) and when it returns, by gRFC A50's rules (the
 //!   default) or Envoy's ([`OutlierDetection::envoy`]); [`Answer`] says
-//!   what an attempt's outcome counts as.
+//!   what an attempt's outcome counts as;
+//! - [`Endpoints`]: the set a call picks from, shared by every clone, made
+//!   of the parts above; a pick is a [`Picked`], finished with the
+//!   attempt's [`Answer`] and the server's hint.
 //!
 //! ```
 //! use std::time::Instant;
@@ -32,6 +35,7 @@ mod detector;
 mod load;
 mod outlier;
 mod pick;
+mod set;
 
 pub use detector::{Answer, Detector, Event, Host, Method, Unenforced};
 pub use load::{DEFAULT_DECAY, DEFAULT_RTT, MAX_PENALTY, MIN_PENALTY, PeakEwma};
@@ -39,6 +43,7 @@ pub use outlier::{
     Consecutive, FailurePercentage, Model, OutlierDetection, OutlierDetectionBuilder, SuccessRate,
 };
 pub use pick::{Candidates, power_of_two};
+pub use set::{EndpointId, EndpointState, Endpoints, EndpointsBuilder, Picked};
 
 #[cfg(all(test, not(loom)))]
 mod tests;

@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use super::detector::Answer;
 use crate::config_error::ConfigError;
 
 /// Success-rate ejection: an endpoint whose success rate is below
@@ -254,6 +255,17 @@ impl OutlierDetection {
             || self.failure_percentage.is_some()
             || self.consecutive_5xx.is_some()
             || self.consecutive_gateway_failure.is_some()
+    }
+
+    /// Whether `answer` counts as a failure under this model: A50 counts
+    /// every answer but [`Answer::Ok`]; Envoy counts server and gateway
+    /// errors.
+    #[must_use]
+    pub fn is_failure(&self, answer: Answer) -> bool {
+        match self.model {
+            Model::A50 => answer != Answer::Ok,
+            Model::Envoy => matches!(answer, Answer::ServerError | Answer::GatewayError),
+        }
     }
 
     /// How long an endpoint ejected with `multiplier` stays out.

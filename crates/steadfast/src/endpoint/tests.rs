@@ -537,3 +537,277 @@ proptest! {
         }
     }
 }
+
+fn set_with(outlier: Option<OutlierDetection>, panic: u32) -> Endpoints {
+    Endpoints::builder()
+        .seed(11)
+        .outlier_detection(outlier)
+        .panic_threshold(panic)
+        .default_rtt(Duration::from_millis(10))
+        .build()
+        .expect("a valid set")
+}
+
+#[test]
+fn the_set_picks_the_less_loaded_and_counts_calls_in_flight() {
+    let t0 = Instant::now();
+    let set = set_with(None, 50);
+    let a = set.insert("a", t0);
+    let b = set.insert("b", t0);
+    // Hold calls on one endpoint: the next picks go to the other.
+    let first = set.pick(t0).unwrap();
+    let busy = first.id();
+    let held: Vec<Picked> = (0..3)
+        .map(|_| set.pick(t0).unwrap())
+        .filter(|p| p.id() == busy)
+        .collect();
+    drop(held);
+    let other = if busy == a { b } else { a };
+    assert_eq!(
+        set.pick(t0).unwrap().id(),
+        other,
+        "1 in flight against none"
+    );
+    let state = set.snapshot(t0);
+    assert_eq!(state.iter().find(|e| e.id == busy).unwrap().in_flight, 1);
+    drop(first);
+    assert!(
+        set.snapshot(t0).iter().all(|e| e.in_flight == 0),
+        "dropped picks leave"
+    );
+}
+
+#[test]
+fn a_removed_or_unready_endpoint_gets_nothing_new() {
+    let t0 = Instant::now();
+    let set = set_with(None, 0);
+    let a = set.insert("a", t0);
+    let b = set.insert("b", t0);
+    let on_a = set.pick_avoiding(t0, &[b]).unwrap();
+    assert_eq!(on_a.id(), a);
+    assert!(set.remove(a));
+    assert!(!set.remove(a));
+    for _ in 0..50 {
+        assert_eq!(set.pick(t0).unwrap().id(), b);
+    }
+    // The call in flight on the removed endpoint finishes without harm.
+    on_a.finish(Answer::ServerError, None, t0 + S);
+    set.set_ready(b, false);
+    assert!(set.pick(t0).is_none(), "no ready endpoint");
+    set.set_ready(b, true);
+    assert_eq!(set.pick(t0).unwrap().id(), b);
+}
+
+#[test]
+fn a_hint_sends_calls_elsewhere_while_it_lasts() {
+    let t0 = Instant::now();
+    let set = set_with(None, 50);
+    let a = set.insert("a", t0);
+    let b = set.insert("b", t0);
+    let p = set.pick_avoiding(t0, &[b]).unwrap();
+    assert_eq!(p.id(), a);
+    // 429 with Retry-After: 30 s.
+    p.finish(Answer::ClientError, Some(30 * S), t0);
+    for _ in 0..50 {
+        assert_eq!(set.pick(t0 + S).unwrap().id(), b);
+    }
+    let a_rtt = set
+        .snapshot(t0)
+        .into_iter()
+        .find(|e| e.id == a)
+        .unwrap()
+        .rtt;
+    assert_eq!(a_rtt, 30 * S);
+}
+
+/// Finishes `n` calls on each endpoint at `now`, `bad` answering `answer`.
+fn traffic(set: &Endpoints, now: Instant, per: usize, bad: EndpointId, answer: Answer) -> usize {
+    let mut on_bad = 0;
+    for _ in 0..per {
+        let p = set.pick(now).expect("a ready endpoint");
+        if p.id() == bad {
+            on_bad += 1;
+            p.finish(answer, None, now);
+        } else {
+            p.finish(Answer::Ok, None, now);
+        }
+    }
+    on_bad
+}
+
+#[test]
+fn a_failing_endpoint_is_ejected_at_the_sweep_and_returns_after_its_time() {
+    let t0 = Instant::now();
+    let set = Endpoints::builder()
+        .seed(5)
+        .default_rtt(Duration::from_millis(10))
+        .build()
+        .unwrap();
+    let ids: Vec<EndpointId> = (0..5)
+        .map(|i| set.insert(format!("10.0.0.{i}:80"), t0))
+        .collect();
+    let bad = ids[2];
+    // The bad endpoint answers every call with a 4xx (gRPC's
+    // RESOURCE_EXHAUSTED, say) and no hint: a failure for A50, and no
+    // penalty to its load, so it keeps its share of the calls and its
+    // tally reaches the volumes (a server error would have sent the calls
+    // elsewhere at once: see `a_hint_sends_calls_elsewhere_while_it_lasts`).
+    let mut now = t0;
+    let mut sent_to_bad = 0;
+    for _ in 0..99 {
+        now += Duration::from_millis(100);
+        sent_to_bad += traffic(&set, now, 20, bad, Answer::ClientError);
+    }
+    assert!(!set.snapshot(now).iter().any(|e| e.ejected), "no sweep yet");
+    assert!(
+        sent_to_bad >= 50,
+        "the bad endpoint got {sent_to_bad} calls"
+    );
+    // The sweep at 10 s ejects it; from then on it gets nothing.
+    now = t0 + 10 * S;
+    let on_bad = traffic(&set, now, 200, bad, Answer::ClientError);
+    assert_eq!(on_bad, 0);
+    let state = set.snapshot(now);
+    assert!(state.iter().find(|e| e.id == bad).unwrap().ejected);
+    assert_eq!(state.iter().filter(|e| e.ejected).count(), 1);
+    // Back at the first sweep strictly after 30 s out: 50 s.
+    now = t0 + 40 * S;
+    traffic(&set, now, 10, bad, Answer::Ok);
+    assert!(
+        set.snapshot(now)
+            .iter()
+            .find(|e| e.id == bad)
+            .unwrap()
+            .ejected
+    );
+    now = t0 + 50 * S;
+    let _ = set.pick(now);
+    assert!(!set.snapshot(now).iter().any(|e| e.ejected));
+}
+
+#[test]
+fn in_panic_the_pick_ignores_ejection() {
+    let t0 = Instant::now();
+    let envoy = OutlierDetection::envoy()
+        .max_ejection_percent(100)
+        .build()
+        .unwrap();
+    let set = set_with(Some(envoy), 50);
+    let ids: Vec<EndpointId> = (0..4).map(|i| set.insert(format!("h{i}"), t0)).collect();
+    // Five server errors in a row eject at once (Envoy's consecutive rule).
+    // A pick that avoids every other endpoint lands on `id` while it is eligible.
+    let fail_on = |id: EndpointId| {
+        let others: Vec<EndpointId> = ids.iter().copied().filter(|o| *o != id).collect();
+        for _ in 0..5 {
+            let p = set.pick_avoiding(t0, &others).unwrap();
+            assert_eq!(p.id(), id);
+            p.finish(Answer::ServerError, None, t0);
+        }
+    };
+    fail_on(ids[0]);
+    assert!(set.snapshot(t0)[0].ejected);
+    for _ in 0..50 {
+        assert_ne!(set.pick(t0).unwrap().id(), ids[0]);
+    }
+    fail_on(ids[1]);
+    // Two of four eligible: 50 %, not under the threshold: no panic yet.
+    for _ in 0..50 {
+        let id = set.pick(t0).unwrap().id();
+        assert!(id == ids[2] || id == ids[3]);
+    }
+    // A third out: one of four eligible, under 50 %: every ready one is picked.
+    fail_on(ids[2]);
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..200 {
+        seen.insert(set.pick(t0).unwrap().id());
+    }
+    assert_eq!(seen.len(), 4, "panic: ejection ignored");
+}
+
+#[test]
+fn a_retry_avoids_the_endpoints_tried_while_another_is_eligible() {
+    let t0 = Instant::now();
+    let set = set_with(None, 50);
+    let ids: Vec<EndpointId> = (0..3).map(|i| set.insert(format!("h{i}"), t0)).collect();
+    for _ in 0..50 {
+        let p = set.pick_avoiding(t0, &ids[..2]).unwrap();
+        assert_eq!(p.id(), ids[2]);
+    }
+    // Every endpoint tried: one of them rather than none.
+    assert!(set.pick_avoiding(t0, &ids).is_some());
+}
+
+#[test]
+fn a_bad_set_configuration_is_a_clear_error() {
+    let e = Endpoints::builder()
+        .panic_threshold(101)
+        .build()
+        .unwrap_err();
+    assert_eq!(e.field(), "panic_threshold");
+    let e = Endpoints::builder()
+        .decay(Duration::ZERO)
+        .build()
+        .unwrap_err();
+    assert_eq!(e.field(), "decay");
+}
+
+proptest! {
+    #[test]
+    fn the_set_never_picks_what_it_must_not(
+        ops in proptest::collection::vec((0u8..6, 0usize..6, 0u8..4), 1..120),
+        seed in any::<u64>(),
+    ) {
+        let t0 = Instant::now();
+        let envoy = OutlierDetection::envoy().max_ejection_percent(100).seed(seed).build().unwrap();
+        let set = Endpoints::builder().seed(seed).outlier_detection(Some(envoy)).build().unwrap();
+        let mut live: Vec<EndpointId> = Vec::new();
+        let mut removed: Vec<EndpointId> = Vec::new();
+        let mut unready: Vec<EndpointId> = Vec::new();
+        let mut held: Vec<Picked> = Vec::new();
+        let mut now = t0;
+        for (op, which, answer) in ops {
+            now += Duration::from_millis(700);
+            match op {
+                0 => live.push(set.insert(format!("e{}", live.len()), now)),
+                1 if !live.is_empty() => {
+                    let id = live.remove(which % live.len());
+                    set.remove(id);
+                    removed.push(id);
+                }
+                2 if !live.is_empty() => {
+                    let id = live[which % live.len()];
+                    if unready.contains(&id) {
+                        unready.retain(|u| *u != id);
+                        set.set_ready(id, true);
+                    } else {
+                        unready.push(id);
+                        set.set_ready(id, false);
+                    }
+                }
+                3 | 4 => {
+                    let state = set.snapshot(now);
+                    let eligible = state.iter().filter(|e| e.ready && !e.ejected).count();
+                    match set.pick(now) {
+                        None => prop_assert!(state.iter().all(|e| !e.ready)),
+                        Some(p) => {
+                            prop_assert!(!removed.contains(&p.id()));
+                            prop_assert!(!unready.contains(&p.id()));
+                            let picked = state.iter().find(|e| e.id == p.id()).unwrap();
+                            // Ejected only in panic: fewer than half eligible.
+                            prop_assert!(!picked.ejected || eligible * 100 < 50 * state.len());
+                            held.push(p);
+                        }
+                    }
+                }
+                _ if !held.is_empty() => {
+                    let p = held.remove(which % held.len());
+                    let a = [Answer::Ok, Answer::ServerError, Answer::GatewayError, Answer::ClientError][answer as usize];
+                    if which % 2 == 0 { p.finish(a, None, now) } else { drop(p) }
+                }
+                _ => {}
+            }
+        }
+        drop(held);
+        prop_assert!(set.snapshot(now).iter().all(|e| e.in_flight == 0));
+    }
+}

@@ -1,0 +1,674 @@
+//! [`Endpoints`]: the set a call picks from, shared by every clone: each
+//! endpoint's load and health, the pick, and the sweeps of outlier
+//! detection, run by the calls themselves when one is due (no task, no
+//! timer: a set nobody calls does nothing).
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
+use std::time::{Duration, Instant};
+
+use super::detector::{Answer, Detector, Event, Host, Method};
+use super::load::{DEFAULT_DECAY, DEFAULT_RTT, PeakEwma};
+use super::outlier::OutlierDetection;
+use super::pick::{Candidates, power_of_two};
+use crate::config_error::ConfigError;
+use crate::rng::Rng;
+
+/// An endpoint's identity in its set: given by [`Endpoints::insert`],
+/// never reused by that set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EndpointId(u64);
+
+impl EndpointId {
+    /// The number behind it.
+    #[must_use]
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+/// One endpoint as [`Endpoints::snapshot`] shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EndpointState {
+    /// Its identity.
+    pub id: EndpointId,
+    /// Its label (an address, a URL): what reports and errors name.
+    pub label: Arc<str>,
+    /// Whether the integration says it can take calls (connected).
+    pub ready: bool,
+    /// Whether outlier detection has taken it out.
+    pub ejected: bool,
+    /// Calls in flight on it.
+    pub in_flight: u64,
+    /// Its peak-EWMA round-trip time now.
+    pub rtt: Duration,
+    /// Its ejection multiplier.
+    pub multiplier: u32,
+}
+
+struct Entry {
+    id: EndpointId,
+    label: Arc<str>,
+    ready: AtomicBool,
+    ejected: AtomicBool,
+    in_flight: AtomicU64,
+    rtt: Mutex<PeakEwma>,
+    /// The tally since the last sweep: successes in the high half,
+    /// failures in the low half, read and zeroed at once by the sweep (A50's
+    /// two buckets, with no call lost between them).
+    tally: AtomicU64,
+    /// Failures in a row (Envoy's consecutive rules).
+    streak_5xx: AtomicU32,
+    streak_gateway: AtomicU32,
+}
+
+impl Entry {
+    fn load(&self, now: Instant) -> f64 {
+        let rtt = *self.rtt.lock().unwrap_or_else(PoisonError::into_inner);
+        rtt.load(self.in_flight.load(Ordering::Relaxed), now)
+    }
+}
+
+/// What the sweeps need, under one lock: the detector, and each
+/// endpoint's ejection state with its identity, in two aligned lists.
+struct Sweeps {
+    detector: Detector,
+    ids: Vec<EndpointId>,
+    hosts: Vec<Host>,
+}
+
+struct Shared {
+    decay: Duration,
+    default_rtt: Duration,
+    panic_threshold: u32,
+    /// The detection's configuration, read without the sweeps' lock (what
+    /// counts as a failure, the consecutive thresholds).
+    outlier: Option<OutlierDetection>,
+    list: RwLock<Arc<[Arc<Entry>]>>,
+    sweeps: Option<Mutex<Sweeps>>,
+    /// The time the first endpoint came, from the caller's clock: the
+    /// origin of `due`.
+    origin: OnceLock<Instant>,
+    /// When the next sweep is due, in nanoseconds after `origin`: one
+    /// relaxed load tells a call whether to try for the sweeps' lock.
+    due: AtomicU64,
+    next_id: AtomicU64,
+    rng: Mutex<Rng>,
+}
+
+/// A set of endpoints (replicas of one service) that calls are spread
+/// over: the power of two choices by peak-EWMA load × (calls in flight +
+/// 1), among the endpoints that are ready and not ejected; outlier
+/// detection ([`OutlierDetection`], gRFC A50 by default) takes the bad ones
+/// out. Shared by every clone, like every limit. The integration inserts
+/// and removes endpoints as its discovery says, marks them ready or not as
+/// their connections come and go, and keeps each endpoint's service by its
+/// [`EndpointId`].
+///
+/// When fewer than `panic_threshold` percent of the endpoints are
+/// eligible (ready and not ejected), the pick ignores ejection (Envoy's
+/// panic mode), rather than pile every call on the few left.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use steadfast::endpoint::{Answer, Endpoints};
+/// let set = Endpoints::builder().seed(7).build()?;
+/// let now = Instant::now();
+/// let a = set.insert("10.0.0.1:443", now);
+/// let b = set.insert("10.0.0.2:443", now);
+/// // `a` answered slowly once: calls go to `b` while `a`'s peak decays.
+/// let slow = set.pick(now).expect("two ready endpoints");
+/// let slow_id = slow.id();
+/// slow.finish(Answer::Ok, None, now + Duration::from_secs(3));
+/// let next = set.pick(now + Duration::from_secs(3)).expect("ready");
+/// assert_ne!(next.id(), slow_id);
+/// assert!([a, b].contains(&next.id()));
+/// # Ok::<(), steadfast::ConfigError>(())
+/// ```
+#[derive(Clone)]
+pub struct Endpoints {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Endpoints {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoints")
+            .field("len", &self.len())
+            .field("panic_threshold", &self.shared.panic_threshold)
+            .field("outlier_detection", &self.shared.sweeps.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds an [`Endpoints`] set: [`Endpoints::builder`].
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct EndpointsBuilder {
+    decay: Duration,
+    default_rtt: Duration,
+    panic_threshold: u32,
+    outlier: Option<OutlierDetection>,
+    seed: Option<u64>,
+}
+
+impl EndpointsBuilder {
+    /// How fast a round-trip sample is forgotten ([`DEFAULT_DECAY`], 10 s).
+    pub fn decay(mut self, decay: Duration) -> Self {
+        self.decay = decay;
+        self
+    }
+
+    /// The round-trip time of an endpoint with no sample yet
+    /// ([`DEFAULT_RTT`], 1 s).
+    pub fn default_rtt(mut self, rtt: Duration) -> Self {
+        self.default_rtt = rtt;
+        self
+    }
+
+    /// Below this share of eligible endpoints, in percent, the pick ignores
+    /// ejection (default 50; 0 never does).
+    pub fn panic_threshold(mut self, percent: u32) -> Self {
+        self.panic_threshold = percent;
+        self
+    }
+
+    /// Outlier detection, or `None` for none (default: gRFC A50's).
+    pub fn outlier_detection(mut self, detection: Option<OutlierDetection>) -> Self {
+        self.outlier = detection;
+        self
+    }
+
+    /// Seeds the pick's draws, for a repeatable run.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// The set, empty.
+    ///
+    /// # Errors
+    /// A zero decay, or a panic threshold over 100.
+    pub fn build(self) -> Result<Endpoints, ConfigError> {
+        const WHAT: &str = "endpoint set";
+        if self.decay.is_zero() {
+            return Err(ConfigError::new(
+                WHAT,
+                "decay",
+                "must be greater than zero",
+                self.decay,
+            ));
+        }
+        if self.panic_threshold > 100 {
+            return Err(ConfigError::new(
+                WHAT,
+                "panic_threshold",
+                "must be a percentage (0 to 100)",
+                self.panic_threshold,
+            ));
+        }
+        let outlier = self.outlier.filter(OutlierDetection::detects);
+        let sweeps = outlier.clone().map(|config| {
+            Mutex::new(Sweeps {
+                detector: Detector::new(config),
+                ids: Vec::new(),
+                hosts: Vec::new(),
+            })
+        });
+        Ok(Endpoints {
+            shared: Arc::new(Shared {
+                decay: self.decay,
+                default_rtt: self.default_rtt,
+                panic_threshold: self.panic_threshold,
+                outlier,
+                list: RwLock::new(Arc::from(Vec::new())),
+                sweeps,
+                origin: OnceLock::new(),
+                due: AtomicU64::new(u64::MAX),
+                next_id: AtomicU64::new(0),
+                rng: Mutex::new(Rng::seeded_or_entropy(self.seed)),
+            }),
+        })
+    }
+}
+
+impl Endpoints {
+    /// A builder: 10 s decay, 1 s default round trip, panic under 50 %
+    /// eligible, gRFC A50 outlier detection.
+    pub fn builder() -> EndpointsBuilder {
+        EndpointsBuilder {
+            decay: DEFAULT_DECAY,
+            default_rtt: DEFAULT_RTT,
+            panic_threshold: 50,
+            outlier: Some(OutlierDetection::default()),
+            seed: None,
+        }
+    }
+
+    /// Adds an endpoint labelled `label` at `now`, ready. Calls in flight
+    /// on the others are not disturbed.
+    pub fn insert(&self, label: impl Into<Arc<str>>, now: Instant) -> EndpointId {
+        let id = EndpointId(self.shared.next_id.fetch_add(1, Ordering::Relaxed));
+        let entry = Arc::new(Entry {
+            id,
+            label: label.into(),
+            ready: AtomicBool::new(true),
+            ejected: AtomicBool::new(false),
+            in_flight: AtomicU64::new(0),
+            rtt: Mutex::new(PeakEwma::new(
+                self.shared.decay,
+                self.shared.default_rtt,
+                now,
+            )),
+            tally: AtomicU64::new(0),
+            streak_5xx: AtomicU32::new(0),
+            streak_gateway: AtomicU32::new(0),
+        });
+        if let Some(sweeps) = &self.shared.sweeps {
+            let mut s = sweeps.lock().unwrap_or_else(PoisonError::into_inner);
+            let origin = *self.shared.origin.get_or_init(|| now);
+            if self.shared.due.load(Ordering::Relaxed) == u64::MAX {
+                let first = now.saturating_duration_since(origin) + s.detector.config().interval();
+                self.shared.due.store(nanos(first), Ordering::Relaxed);
+            }
+            s.ids.push(id);
+            s.hosts.push(Host::new());
+        }
+        let mut list = self
+            .shared
+            .list
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut next: Vec<Arc<Entry>> = list.iter().cloned().collect();
+        next.push(entry);
+        *list = Arc::from(next);
+        id
+    }
+
+    /// Removes endpoint `id`: it receives nothing new; calls in flight on
+    /// it finish (their outcome counts for nothing). `false` if it was not
+    /// in the set.
+    pub fn remove(&self, id: EndpointId) -> bool {
+        let mut list = self
+            .shared
+            .list
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let before = list.len();
+        let next: Vec<Arc<Entry>> = list.iter().filter(|e| e.id != id).cloned().collect();
+        let removed = next.len() != before;
+        *list = Arc::from(next);
+        drop(list);
+        if let Some(sweeps) = &self.shared.sweeps {
+            let mut s = sweeps.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(i) = s.ids.iter().position(|h| *h == id) {
+                s.ids.remove(i);
+                s.hosts.remove(i);
+            }
+        }
+        removed
+    }
+
+    /// Says whether endpoint `id` can take calls (the integration's
+    /// readiness: connected, or not). A set never drops an endpoint for
+    /// an error; one that is not ready is only skipped.
+    pub fn set_ready(&self, id: EndpointId, ready: bool) {
+        if let Some(e) = self.entry(id) {
+            e.ready.store(ready, Ordering::Relaxed);
+        }
+    }
+
+    /// How many endpoints the set has.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.list().len()
+    }
+
+    /// Whether it has none.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Picks the endpoint for a call starting at `now`: the power of two
+    /// choices over the eligible endpoints (all the ready ones, in panic),
+    /// or `None` when no endpoint is ready. Runs the sweep first if one is
+    /// due.
+    #[must_use]
+    pub fn pick(&self, now: Instant) -> Option<Picked> {
+        self.pick_avoiding(now, &[])
+    }
+
+    /// [`pick`](Self::pick), among the endpoints not in `avoid` while any
+    /// of those is eligible (a retry going elsewhere than where the call
+    /// already went).
+    #[must_use]
+    pub fn pick_avoiding(&self, now: Instant, avoid: &[EndpointId]) -> Option<Picked> {
+        self.shared.sweep_if_due(now);
+        let list = self.list();
+        let in_service =
+            |e: &Entry| e.ready.load(Ordering::Relaxed) && !e.ejected.load(Ordering::Relaxed);
+        let eligible = list.iter().filter(|e| in_service(e)).count();
+        let panic =
+            (eligible as u64) * 100 < u64::from(self.shared.panic_threshold) * list.len() as u64;
+        let fresh = |e: &Entry| !avoid.contains(&e.id);
+        let usable = |e: &Entry, avoiding: bool| {
+            (if panic {
+                e.ready.load(Ordering::Relaxed)
+            } else {
+                in_service(e)
+            }) && (!avoiding || fresh(e))
+        };
+        let avoiding = !avoid.is_empty() && list.iter().any(|e| usable(e, true));
+        let view = View {
+            list: &list,
+            now,
+            usable: |e: &Entry| usable(e, avoiding),
+        };
+        let i = {
+            let mut rng = self
+                .shared
+                .rng
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            power_of_two(&view, &mut rng)
+        }?;
+        let entry = Arc::clone(&list[i]);
+        entry.in_flight.fetch_add(1, Ordering::Relaxed);
+        Some(Picked {
+            entry,
+            shared: Arc::clone(&self.shared),
+            started: now,
+            done: false,
+        })
+    }
+
+    /// Every endpoint's state at `now`, for a dashboard or a test (reads
+    /// only; runs no sweep).
+    #[must_use]
+    pub fn snapshot(&self, now: Instant) -> Vec<EndpointState> {
+        let multipliers: Vec<(EndpointId, u32)> =
+            self.shared.sweeps.as_ref().map_or_else(Vec::new, |s| {
+                let s = s.lock().unwrap_or_else(PoisonError::into_inner);
+                s.ids
+                    .iter()
+                    .zip(&s.hosts)
+                    .map(|(id, h)| (*id, h.multiplier()))
+                    .collect()
+            });
+        self.list()
+            .iter()
+            .map(|e| EndpointState {
+                id: e.id,
+                label: Arc::clone(&e.label),
+                ready: e.ready.load(Ordering::Relaxed),
+                ejected: e.ejected.load(Ordering::Relaxed),
+                in_flight: e.in_flight.load(Ordering::Relaxed),
+                rtt: e
+                    .rtt
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .estimate(now),
+                multiplier: multipliers
+                    .iter()
+                    .find(|(id, _)| *id == e.id)
+                    .map_or(0, |m| m.1),
+            })
+            .collect()
+    }
+
+    fn list(&self) -> Arc<[Arc<Entry>]> {
+        Arc::clone(
+            &self
+                .shared
+                .list
+                .read()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
+    }
+
+    fn entry(&self, id: EndpointId) -> Option<Arc<Entry>> {
+        self.list().iter().find(|e| e.id == id).cloned()
+    }
+}
+
+/// A duration in nanoseconds, saturated.
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl Shared {
+    /// Runs the sweeps due at `now`, unless another call is running them
+    /// (that one goes on without waiting). Costs one relaxed load when
+    /// none is due.
+    fn sweep_if_due(&self, now: Instant) {
+        let Some(sweeps) = &self.sweeps else { return };
+        let Some(origin) = self.origin.get() else {
+            return;
+        };
+        let elapsed = nanos(now.saturating_duration_since(*origin));
+        let due = self.due.load(Ordering::Relaxed);
+        if elapsed < due {
+            return;
+        }
+        let Ok(mut s) = sweeps.try_lock() else { return };
+        let due = self.due.load(Ordering::Relaxed);
+        if elapsed < due {
+            return; // swept by the call that held the lock
+        }
+        let list = Arc::clone(&self.list.read().unwrap_or_else(PoisonError::into_inner));
+        let Sweeps {
+            detector,
+            ids,
+            hosts,
+        } = &mut *s;
+        let interval = nanos(detector.config().interval()).max(1);
+        // The tally of the interval that ended, read and zeroed at once.
+        for (id, host) in ids.iter().zip(hosts.iter_mut()) {
+            let word = list
+                .iter()
+                .find(|e| e.id == *id)
+                .map_or(0, |e| e.tally.swap(0, Ordering::Relaxed));
+            host.set_tally(word >> 32, word & 0xffff_ffff);
+        }
+        // Sweeps missed while no call came run now, each at its own time,
+        // the later ones on empty tallies (no call finished in them).
+        let mut at = due;
+        while at <= elapsed {
+            let when = *origin + Duration::from_nanos(at);
+            detector.sweep(when, hosts, |event| apply(&list, ids, event));
+            hosts.iter_mut().for_each(|h| h.set_tally(0, 0));
+            at = at.saturating_add(interval);
+        }
+        self.due.store(at, Ordering::Relaxed);
+    }
+
+    /// What a call's end says for outlier detection: its tally, and the
+    /// failures in a row of Envoy's consecutive rules (which eject at
+    /// once, under the sweeps' lock, when one reaches its threshold).
+    fn record(&self, entry: &Entry, answer: Answer, now: Instant) {
+        let Some(config) = &self.outlier else { return };
+        let failure = config.is_failure(answer);
+        entry
+            .tally
+            .fetch_add(if failure { 1 } else { 1 << 32 }, Ordering::Relaxed);
+        let (five, gateway) = (
+            config.consecutive_5xx(),
+            config.consecutive_gateway_failure(),
+        );
+        if five.is_none() && gateway.is_none() {
+            return;
+        }
+        let mut hit = [None, None];
+        match answer {
+            Answer::ServerError | Answer::GatewayError => {
+                let n = entry.streak_5xx.fetch_add(1, Ordering::Relaxed) + 1;
+                if five.is_some_and(|r| n >= r.threshold) {
+                    entry.streak_5xx.store(0, Ordering::Relaxed);
+                    hit[0] = Some(Method::Consecutive5xx);
+                }
+                if answer == Answer::GatewayError {
+                    let g = entry.streak_gateway.fetch_add(1, Ordering::Relaxed) + 1;
+                    if gateway.is_some_and(|r| g >= r.threshold) {
+                        entry.streak_gateway.store(0, Ordering::Relaxed);
+                        hit[1] = Some(Method::ConsecutiveGatewayFailure);
+                    }
+                } else {
+                    entry.streak_gateway.store(0, Ordering::Relaxed);
+                }
+            }
+            Answer::Ok | Answer::ClientError => {
+                entry.streak_5xx.store(0, Ordering::Relaxed);
+                entry.streak_gateway.store(0, Ordering::Relaxed);
+            }
+        }
+        if hit == [None, None] {
+            return;
+        }
+        let Some(sweeps) = &self.sweeps else { return };
+        let mut s = sweeps.lock().unwrap_or_else(PoisonError::into_inner);
+        let list = Arc::clone(&self.list.read().unwrap_or_else(PoisonError::into_inner));
+        let Sweeps {
+            detector,
+            ids,
+            hosts,
+        } = &mut *s;
+        let Some(i) = ids.iter().position(|id| *id == entry.id) else {
+            return;
+        };
+        for method in hit.into_iter().flatten() {
+            detector.consecutive(now, hosts, i, method, |event| apply(&list, ids, event));
+        }
+    }
+}
+
+/// A detector's event, applied to the endpoint it names, and told.
+fn apply(list: &[Arc<Entry>], ids: &[EndpointId], event: Event) {
+    let index = match event {
+        Event::Ejected { host, .. } | Event::Unenforced { host, .. } | Event::Returned { host } => {
+            host
+        }
+    };
+    let Some(id) = ids.get(index) else { return };
+    let Some(entry) = list.iter().find(|e| e.id == *id) else {
+        return;
+    };
+    match event {
+        Event::Ejected {
+            method, multiplier, ..
+        } => {
+            entry.ejected.store(true, Ordering::Relaxed);
+            tracing::info!(
+                target: "steadfast::endpoint",
+                endpoint = &*entry.label,
+                detection_method = method.as_str(),
+                multiplier,
+                "endpoint ejected"
+            );
+            crate::telemetry::ejection_enforced(method.as_str());
+        }
+        Event::Unenforced { method, reason, .. } => {
+            tracing::debug!(
+                target: "steadfast::endpoint",
+                endpoint = &*entry.label,
+                detection_method = method.as_str(),
+                unenforced_reason = reason.as_str(),
+                "outlier not ejected"
+            );
+            crate::telemetry::ejection_unenforced(method.as_str(), reason.as_str());
+        }
+        Event::Returned { .. } => {
+            entry.ejected.store(false, Ordering::Relaxed);
+            entry.streak_5xx.store(0, Ordering::Relaxed);
+            entry.streak_gateway.store(0, Ordering::Relaxed);
+            tracing::info!(target: "steadfast::endpoint", endpoint = &*entry.label, "endpoint returned");
+        }
+    }
+}
+
+/// The list as the pick sees it.
+struct View<'a, U> {
+    list: &'a [Arc<Entry>],
+    now: Instant,
+    usable: U,
+}
+
+impl<U: Fn(&Entry) -> bool> Candidates for View<'_, U> {
+    fn count(&self) -> usize {
+        self.list.len()
+    }
+    fn eligible(&self, i: usize) -> bool {
+        (self.usable)(&self.list[i])
+    }
+    fn load(&self, i: usize) -> f64 {
+        self.list[i].load(self.now)
+    }
+}
+
+/// The endpoint a call was given: held while the call is on it, then
+/// [`finish`](Self::finish)ed with what its outcome says of the endpoint.
+/// Dropped unfinished (a call cancelled), it only leaves: no sample, no
+/// count.
+#[must_use = "a pick holds its place in the endpoint's load until finished or dropped"]
+pub struct Picked {
+    entry: Arc<Entry>,
+    shared: Arc<Shared>,
+    started: Instant,
+    done: bool,
+}
+
+impl std::fmt::Debug for Picked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Picked")
+            .field("id", &self.entry.id)
+            .field("label", &self.entry.label)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Picked {
+    /// The endpoint's identity.
+    #[must_use]
+    pub fn id(&self) -> EndpointId {
+        self.entry.id
+    }
+
+    /// The endpoint's label.
+    #[must_use]
+    pub fn label(&self) -> &Arc<str> {
+        &self.entry.label
+    }
+
+    /// The call on it ended at `now` with `answer`; `hint` is the server's
+    /// own (`Retry-After`, pushback), if it sent one. The round trip is a
+    /// sample of the endpoint's load; a failure, or a hint, raises its load
+    /// instead (a penalty of the hint, 5 s to 300 s), so calls go elsewhere
+    /// while it asked for room. The outcome counts for outlier detection as
+    /// its model says, and a sweep runs if one is due.
+    pub fn finish(mut self, answer: Answer, hint: Option<Duration>, now: Instant) {
+        self.done = true;
+        let entry = &self.entry;
+        entry.in_flight.fetch_sub(1, Ordering::Relaxed);
+        // A server error or a hint is a penalty; anything else (a success,
+        // a 4xx without a hint) a sample of the round trip.
+        let penalty =
+            hint.is_some() || matches!(answer, Answer::ServerError | Answer::GatewayError);
+        {
+            let mut rtt = entry.rtt.lock().unwrap_or_else(PoisonError::into_inner);
+            if penalty {
+                rtt.penalize(hint, now);
+            } else {
+                rtt.observe(now.saturating_duration_since(self.started), now);
+            }
+        }
+        self.shared.record(entry, answer, now);
+        self.shared.sweep_if_due(now);
+    }
+}
+
+impl Drop for Picked {
+    fn drop(&mut self) {
+        if !self.done {
+            self.entry.in_flight.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
