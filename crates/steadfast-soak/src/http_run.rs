@@ -194,7 +194,9 @@ fn judge(record: &Record, seen: &[Received<HttpFault>], setup: &Setup, findings:
         )
     };
     findings.returned(record.elapsed, setup.deadline);
-    if record.elapsed > setup.deadline + setup.late_slack + findings.timer_lag {
+    if let Some(slack) = setup.late_slack
+        && record.elapsed > setup.deadline + slack + findings.timer_lag
+    {
         findings.violation("returned later than its deadline plus the slack", || {
             format!("{:.1} ms: {}", record.elapsed.as_secs_f64() * 1e3, show())
         });
@@ -349,7 +351,7 @@ mod tests {
             concurrency: 1,
             deadline: 300 * MS,
             attempts: 4,
-            late_slack: 5 * MS,
+            late_slack: Some(5 * MS),
         }
     }
 
@@ -474,6 +476,25 @@ mod tests {
             "{f}"
         );
         assert_eq!((f.late_calls, f.worst_late), (1, 6 * MS));
+    }
+
+    #[test]
+    fn a_late_return_is_only_counted_when_lateness_is_reported() {
+        let seen = got(&[HttpFault::Stall], false);
+        let mut findings = Findings::new("test");
+        let record = Record {
+            call: 7,
+            sent: Sent::Get,
+            elapsed: 400 * MS,
+            ended: failed(None, true, 1),
+        };
+        let report_only = Setup {
+            late_slack: None,
+            ..setup()
+        };
+        judge(&record, &seen, &report_only, &mut findings);
+        assert_eq!(findings.violations(), 0, "{findings}");
+        assert_eq!((findings.late_calls, findings.worst_late), (1, 100 * MS));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The soak's short variant, as `.ci/run` runs it: the real binary, its
-//! servers and clients on 127.0.0.1, every invariant asserted (`--check`).
+//! servers and clients on 127.0.0.1, every invariant that load cannot break
+//! asserted (`--check`; lateness reported, not judged).
 //! Ignored by default (about 20 s of real traffic); run it with
 //! `cargo test --workspace --test soak -- --ignored --nocapture`. The long
 //! run and its figures: RELIABILITY.md.
@@ -18,6 +19,9 @@ fn the_short_soak_holds_every_invariant() {
             "--seeds",
             "1,2",
             "--check",
+            // How late a call wakes on a loaded host is the host's doing:
+            // printed, not judged, here (the long run judges it).
+            "--lateness-report-only",
         ])
         .output()
         .expect("the soak runs");
