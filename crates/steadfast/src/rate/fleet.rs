@@ -80,10 +80,13 @@ struct Fleet<B, C> {
 ///   ([`timeout`](FleetRateLimitBuilder::timeout), default
 ///   [`DEFAULT_BACKEND_TIMEOUT`], 20 ms), on the limit's clock;
 /// - **a cache of keys over their quota**: a refusal says when the call
-///   would be admitted, and until then a call of the same or a higher cost
-///   for that key is refused here without asking (a hot key over its
-///   limit costs the backend nothing); bounded by
-///   [`max_keys`](FleetRateLimitBuilder::max_keys);
+///   would be admitted, and until then a call of the same cost for that
+///   key is refused here without asking (a hot key over its limit costs
+///   the backend nothing), and so is a dearer one under a limit of one
+///   quota, with its longer wait (its extra cost's share of the quota on
+///   top); under several quotas a dearer call is asked (which quota binds
+///   it is not known), and a cheaper one always is (it may fit); bounded
+///   by [`max_keys`](FleetRateLimitBuilder::max_keys);
 /// - **an explicit choice for an outage**, required by the builder:
 ///   [`fail_open`](FleetRateLimitBuilder::fail_open) admits under a local
 ///   quota per key while the backend cannot answer (unreachable, slower
@@ -584,6 +587,11 @@ impl<B: QuotaBackend> FleetRateLimitBuilder<B> {
             .max()
             .unwrap_or(Duration::ZERO);
         let now = Stopwatch::new(clock.clone());
+        // Under one quota a dearer call's wait is known from a cheaper one's.
+        let per_unit = match &self.quotas[..] {
+            [one] => Some(one.cell().interval),
+            _ => None,
+        };
         Ok(FleetRateLimit {
             shared: Arc::new(Fleet {
                 lag: now.lag_nanos(),
@@ -596,7 +604,7 @@ impl<B: QuotaBackend> FleetRateLimitBuilder<B> {
                 clock,
                 timeout: self.timeout,
                 when_down,
-                over: OverLimit::new(self.max_keys),
+                over: OverLimit::new(self.max_keys, per_unit),
                 down: AtomicBool::new(false),
                 counters: Counters::default(),
             }),

@@ -247,6 +247,54 @@ fn a_hot_key_over_its_quota_is_refused_from_the_cache_until_its_time() {
 }
 
 #[test]
+fn a_dearer_call_is_refused_from_the_cache_with_its_longer_wait() {
+    // #40's repro: 2 a second; two admitted, the third refused for 500 ms;
+    // 100 ms later a call of cost 2 is refused for 900 ms, without asking.
+    let clock = VirtualClock::manual();
+    let quota = per_second(2);
+    let limit = FleetRateLimit::builder(Gcra::new(&clock, &[quota]))
+        .quota(quota)
+        .fail_closed()
+        .build_with_clock(clock.clone())
+        .unwrap();
+    assert!(block_on(limit.check("k")).is_ok());
+    assert!(block_on(limit.check("k")).is_ok());
+    let third = block_on(limit.check("k")).unwrap_err();
+    assert_eq!(third.retry_after(), Some(Duration::from_millis(500)));
+    clock.advance(Duration::from_millis(100));
+    let dearer = block_on(limit.check_n("k", 2)).unwrap_err();
+    assert_eq!(dearer.retry_after(), Some(Duration::from_millis(900)));
+    assert_eq!(limit.backend().asked.load(Ordering::Relaxed), 3);
+    assert_eq!(limit.stats().cached_refusals, 1);
+    // The backend agrees: asked directly, it says the same.
+    let direct = block_on(limit.backend().check(QuotaCheck {
+        limit: "check",
+        key: "k",
+        quotas: &[quota],
+        cost: 2,
+    }));
+    assert_eq!(
+        direct.unwrap(),
+        Decision::Refuse {
+            retry_after: Some(Duration::from_millis(900))
+        }
+    );
+    // Under two quotas a dearer call is asked.
+    let quotas = [per_second(2), Quota::per_minute(100).unwrap()];
+    let two = FleetRateLimit::builder(Gcra::new(&clock, &quotas))
+        .quota(quotas[0])
+        .quota(quotas[1])
+        .fail_closed()
+        .build_with_clock(clock.clone())
+        .unwrap();
+    assert!(block_on(two.check("k")).is_ok());
+    assert!(block_on(two.check("k")).is_ok());
+    assert!(block_on(two.check("k")).is_err());
+    assert!(block_on(two.check_n("k", 2)).is_err());
+    assert_eq!(two.backend().asked.load(Ordering::Relaxed), 4);
+}
+
+#[test]
 fn a_wait_longer_than_any_quota_can_ask_is_a_backend_error_not_a_refusal() {
     let clock = VirtualClock::new();
     let year = Duration::from_secs(365 * 24 * 3600);

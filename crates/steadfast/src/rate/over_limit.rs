@@ -9,8 +9,10 @@ use std::sync::{Mutex, PoisonError};
 const SHARDS: usize = 16;
 
 /// What is known of one key: calls of `cost` are refused until `until`
-/// (nanoseconds on the limit's clock). A cheaper call may fit earlier, and
-/// a dearer one waits longer than that, so both are asked of the backend.
+/// (nanoseconds on the limit's clock). A cheaper call may fit earlier, so
+/// it is asked of the backend; a dearer one waits longer, by the time its
+/// extra cost takes to come back (known exactly under one quota, see
+/// [`OverLimit::new`]).
 #[derive(Debug, Clone, Copy)]
 struct Over {
     until: u64,
@@ -37,15 +39,23 @@ pub(crate) struct OverLimit {
     shards: Box<[Shard]>,
     per_shard: usize,
     hasher: RandomState,
+    /// Nanoseconds each unit of cost adds to a refusal's wait, when that is
+    /// known exactly: under one quota, its interval (GCRA: a call of cost
+    /// `c` fits `(c - c') × interval` after one of cost `c'`). Under
+    /// several, the quota that binds a dearer call may not be the one that
+    /// refused the cheaper: `None`, and a dearer call is asked.
+    per_unit: Option<u64>,
 }
 
 impl OverLimit {
-    /// A cache of at most about `max_keys` keys.
-    pub(crate) fn new(max_keys: usize) -> Self {
+    /// A cache of at most about `max_keys` keys; `per_unit` is the one
+    /// quota's interval in nanoseconds, or `None` under several quotas.
+    pub(crate) fn new(max_keys: usize, per_unit: Option<u64>) -> Self {
         Self {
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
             per_shard: max_keys.div_ceil(SHARDS).max(1),
             hasher: RandomState::new(),
+            per_unit,
         }
     }
 
@@ -70,8 +80,12 @@ impl OverLimit {
             Known::Over(over.until - now)
         } else if cost < over.cost {
             Known::CheaperMayFit
+        } else if let Some(per_unit) = self.per_unit {
+            // Refused too, for longer: its extra cost's time on top.
+            let extra = u64::from(cost - over.cost).saturating_mul(per_unit);
+            Known::Over((over.until - now).saturating_add(extra))
         } else {
-            // Refused too, but for longer than is known: the backend says how long.
+            // Refused too, for longer than is known: the backend says how long.
             Known::Nothing
         }
     }
@@ -127,7 +141,7 @@ mod tests {
 
     #[test]
     fn a_key_is_refused_until_its_time_then_forgotten() {
-        let cache = OverLimit::new(100);
+        let cache = OverLimit::new(100, None);
         cache.remember("a", 1, 1_000, 0);
         assert_eq!(cache.lookup("a", 1, 400), Known::Over(600));
         assert_eq!(cache.lookup("b", 1, 400), Known::Nothing);
@@ -137,7 +151,7 @@ mod tests {
 
     #[test]
     fn a_cheaper_call_than_the_refused_one_is_not_refused_from_the_cache() {
-        let cache = OverLimit::new(100);
+        let cache = OverLimit::new(100, None);
         cache.remember("a", 3, 1_000, 0);
         assert_eq!(cache.lookup("a", 2, 10), Known::CheaperMayFit);
         assert_eq!(cache.lookup("a", 3, 10), Known::Over(990));
@@ -147,8 +161,19 @@ mod tests {
     }
 
     #[test]
+    fn a_dearer_call_under_one_quota_waits_its_extra_cost_longer() {
+        // One quota with a 500 ns interval: cost 1 refused for 400 ns more
+        // means cost 2 for 900, cost 4 for 1,900.
+        let cache = OverLimit::new(100, Some(500));
+        cache.remember("a", 1, 1_000, 0);
+        assert_eq!(cache.lookup("a", 1, 600), Known::Over(400));
+        assert_eq!(cache.lookup("a", 2, 600), Known::Over(900));
+        assert_eq!(cache.lookup("a", 4, 600), Known::Over(1_900));
+    }
+
+    #[test]
     fn the_cache_stays_within_its_bound_dropping_what_ends_soonest() {
-        let cache = OverLimit::new(SHARDS);
+        let cache = OverLimit::new(SHARDS, None);
         for i in 0..10_000_u64 {
             cache.remember(&i.to_string(), 1, 1_000_000 + i, 0);
         }
