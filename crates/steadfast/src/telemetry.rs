@@ -6,19 +6,41 @@
 //! |---|---|---|---|
 //! | `steadfast.concurrency.limit` | gauge | `limit` | at build and at every window close |
 //! | `steadfast.concurrency.in_flight` | gauge | `limit` | at every window close (a sample, not a live count) |
-//! | `steadfast.concurrency.refused` | counter | `limit` | every refusal |
+//! | `steadfast.concurrency.refused` | counter | `limit` | every refusal (its handle registered when the limit is built: install the recorder first) |
 //! | `steadfast.fallback` | counter | `call`, `reason` | every time a call's fallback answers |
 //! | `grpc.lb.outlier_detection.ejections_enforced` | counter | `grpc.lb.outlier_detection.detection_method` | every ejection by outlier detection (gRFC A91's name) |
 //! | `grpc.lb.outlier_detection.ejections_unenforced` | counter | `grpc.lb.outlier_detection.detection_method`, `grpc.lb.outlier_detection.unenforced_reason` | every outlier found and not ejected |
 //! | `steadfast.rate.fleet` | counter | `limit`, `outcome` | every check of a fleet rate limit (`admitted`, `refused`, `cached`, `backend_error`, `timeout`, `local_admitted`, `local_refused`, `closed`) |
 
-/// A concurrency limit named `name` refused an attempt.
-#[inline]
-pub(crate) fn limit_refused(name: &'static str) {
+/// The counter of a concurrency limit's refusals
+/// (`steadfast.concurrency.refused`), registered once, when the limit is
+/// built: a refusal then counts without building the metric's key, which
+/// allocates (a refusal allocates nothing). Install the recorder before
+/// building the limits it should see, as for every metric registered at
+/// build.
+#[derive(Clone)]
+pub(crate) struct RefusalCounter {
     #[cfg(feature = "metrics")]
-    metrics::counter!("steadfast.concurrency.refused", "limit" => name).increment(1);
-    #[cfg(not(feature = "metrics"))]
-    let _ = name;
+    counter: metrics::Counter,
+}
+
+impl RefusalCounter {
+    /// The counter of the limit named `name`.
+    pub(crate) fn new(name: &'static str) -> Self {
+        #[cfg(not(feature = "metrics"))]
+        let _ = name;
+        Self {
+            #[cfg(feature = "metrics")]
+            counter: metrics::counter!("steadfast.concurrency.refused", "limit" => name),
+        }
+    }
+
+    /// The limit refused an attempt.
+    #[inline]
+    pub(crate) fn increment(&self) {
+        #[cfg(feature = "metrics")]
+        self.counter.increment(1);
+    }
 }
 
 /// A concurrency limit named `name` is `limit`, with `in_flight` attempts.

@@ -64,6 +64,7 @@ struct Shared {
     adaptive: Option<Adaptive>,
     refusing: RefusingFlag,
     refused: AtomicU64,
+    refusals: crate::telemetry::RefusalCounter,
 }
 
 /// The moving part of an adaptive limit.
@@ -341,7 +342,7 @@ impl ConcurrencyLimit {
                 "concurrency limit started refusing"
             );
         }
-        crate::telemetry::limit_refused(self.0.name);
+        self.0.refusals.increment();
         refused
     }
 
@@ -640,6 +641,7 @@ impl ConcurrencyLimitBuilder {
             adaptive,
             refusing: RefusingFlag::new(),
             refused: AtomicU64::new(0),
+            refusals: crate::telemetry::RefusalCounter::new(self.name),
         })))
     }
 }
