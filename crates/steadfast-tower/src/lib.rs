@@ -21,6 +21,7 @@
 //! | [`ServerDeadlineLayer`] | reads it back on the server into the handler's ambient deadline; drops the handler when it passes |
 //! | [`ControlLayer`] | a shared `RetryControl` at the front door: client-side throttling refuses locally; outcomes are recorded |
 //! | [`ConcurrencyLimitLayer`] | a shared concurrency limit (fixed or adaptive, shared by every clone): refuses at once, or holds callers back in `poll_ready` |
+//! | [`balance::Balance`] | one service over the replicas a `Discover` gives: each call to the less loaded of two ready, non-ejected endpoints of a shared `Endpoints` set (peak-EWMA load, gRFC A50 outlier detection), never to one that is not ready |
 //! | [`ShedLayer`] | server-side load shedding over `http`: a slot of a shared limit per request (or a bounded wait in its queue), held by the response body until its end, the rest answered with a protocol's refusal ([`Shedding`]) |
 //!
 //! ## The tower contract
@@ -93,6 +94,7 @@
 #![warn(missing_docs)]
 
 mod attempt;
+pub mod balance;
 pub mod body;
 pub mod chaos;
 mod control;

@@ -12,6 +12,8 @@
 //!   of the picking (ejected) and when it returns, by gRFC A50's rules (the
 //!   default) or Envoy's ([`OutlierDetection::envoy`]); [`Answer`] says
 //!   what an attempt's outcome counts as;
+//! - [`Judge`]: what an outcome says of its endpoint (an integration's
+//!   protocol knowledge; [`ByResult`] for `Ok` and `Err` alone);
 //! - [`Endpoints`]: the set a call picks from, shared by every clone, made
 //!   of the parts above; a pick is a [`Picked`], finished with the
 //!   attempt's [`Answer`] and the server's hint.
@@ -32,12 +34,14 @@
 //! ```
 
 mod detector;
+mod judge;
 mod load;
 mod outlier;
 mod pick;
 mod set;
 
 pub use detector::{Answer, Detector, Event, Host, Method, Unenforced};
+pub use judge::{ByResult, Judge};
 pub use load::{DEFAULT_DECAY, DEFAULT_RTT, MAX_PENALTY, MIN_PENALTY, PeakEwma};
 pub use outlier::{
     Consecutive, FailurePercentage, Model, OutlierDetection, OutlierDetectionBuilder, SuccessRate,
