@@ -315,3 +315,14 @@ async fn with_no_endpoint_yet_poll_ready_waits_for_the_discovery() {
         .expect("an answer");
     assert_eq!(answer, 42);
 }
+
+/// The crate README shows `examples/balance_replicas.rs` verbatim.
+#[test]
+fn the_readme_shows_the_balance_example() {
+    let readme = include_str!("../README.md");
+    let example = include_str!("../examples/balance_replicas.rs");
+    assert!(
+        readme.contains(example),
+        "README.md no longer shows examples/balance_replicas.rs"
+    );
+}
