@@ -157,6 +157,47 @@ impl<B: QuotaBackend> FleetRateLimit<B> {
 }
 
 impl<B: QuotaBackend, C: AsyncClock> FleetRateLimit<B, C> {
+    /// What the limit knows, without asking the backend, of when a call
+    /// of cost `cost` for `key` would be admitted: the wait of a key its
+    /// cache holds as over its quota (as [`check_n`](Self::check_n) would
+    /// answer it, without the call), `Some(ZERO)` for a cost of 0, `None`
+    /// when only the backend knows (a key not held; a cheaper call, which
+    /// may fit; a dearer one under several quotas). Reads only.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::rate::{Decision, FleetRateLimit, Quota, QuotaBackend, QuotaCheck, BackendError};
+    /// struct Full;
+    /// impl QuotaBackend for Full {
+    ///     async fn check(&self, _: QuotaCheck<'_>) -> Result<Decision, BackendError> {
+    ///         Ok(Decision::Refuse { retry_after: Some(Duration::from_millis(300)) })
+    ///     }
+    /// }
+    /// # futures::executor::block_on(async {
+    /// let clock = steadfast::clock::VirtualClock::manual();
+    /// let limit = FleetRateLimit::builder(Full)
+    ///     .quota(Quota::per_second(5)?)
+    ///     .fail_closed()
+    ///     .build_with_clock(clock)?;
+    /// assert_eq!(limit.known_wait("k", 1), None); // not asked yet
+    /// assert!(limit.check("k").await.is_err());
+    /// assert_eq!(limit.known_wait("k", 1), Some(Duration::from_millis(300)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    #[must_use]
+    pub fn known_wait(&self, key: &str, cost: u32) -> Option<Duration> {
+        let fleet = &*self.shared;
+        if cost == 0 {
+            return Some(Duration::ZERO);
+        }
+        let now = fleet.now.elapsed_nanos();
+        match fleet.over.peek(key, cost, now.saturating_add(fleet.lag)) {
+            Known::Over(wait) => Some(Duration::from_nanos(wait.saturating_add(2 * fleet.lag))),
+            Known::Nothing | Known::CheaperMayFit => None,
+        }
+    }
+
     /// Admits a call of cost 1 for `key` (`""` for one quota shared by
     /// every caller), or refuses it.
     ///

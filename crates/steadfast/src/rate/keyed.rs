@@ -155,6 +155,59 @@ impl<K: Hash + Eq + Clone> KeyedRateLimit<K> {
         self.shared.name
     }
 
+    /// How long until a call of cost `cost` for `key` would be admitted:
+    /// zero if now (a key not held is admitted now), `None` if never (a
+    /// cost above a quota's burst). It reads only: the key is neither
+    /// charged nor added, and its place in the eviction order is unchanged.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::clock::VirtualClock;
+    /// use steadfast::rate::{KeyedRateLimit, Quota};
+    /// let clock = VirtualClock::manual();
+    /// let limit = KeyedRateLimit::<String>::builder()
+    ///     .quota(Quota::per_second(1)?)
+    ///     .build_with_clock(clock.clone())?;
+    /// limit.check("alice")?;
+    /// assert_eq!(limit.next_admission("alice", 1), Some(Duration::from_secs(1)));
+    /// assert_eq!(limit.next_admission("bob", 1), Some(Duration::ZERO));
+    /// assert_eq!(limit.keys(), 1); // asking about bob did not add him
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn next_admission<Q>(&self, key: &Q, cost: u32) -> Option<Duration>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let shared = &self.shared;
+        let hash = shared.hasher.hash_one(key);
+        let shard = usize::try_from((hash >> 32) % SHARDS as u64).unwrap_or(0);
+        let mut map = shared.shards[shard]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let now = shared.now.elapsed_nanos();
+        let tats = map
+            .get_mut(hash, key)
+            .as_deref()
+            .copied()
+            .unwrap_or([0; MAX_QUOTAS]);
+        drop(map);
+        let mut wait = 0_u64;
+        for (i, cell) in shared.cells.iter().enumerate() {
+            match cell.step(tats[i], now, cost) {
+                Step::Admit(_) => {}
+                Step::Later { wait: w, .. } => wait = wait.max(w),
+                Step::Never => return None,
+            }
+        }
+        Some(if wait == 0 {
+            Duration::ZERO
+        } else {
+            Duration::from_nanos(wait).saturating_add(shared.lag)
+        })
+    }
+
     fn take<Q>(&self, key: &Q, cost: u32, max_wait: Duration) -> Result<u64, RateRefused>
     where
         K: Borrow<Q>,

@@ -272,6 +272,40 @@ impl RateLimit {
         }
     }
 
+    /// How long until a call of cost `cost` would be admitted: zero if
+    /// now, `None` if never (a cost above a quota's burst). It reads only:
+    /// nothing is charged or booked, so a dashboard or a test can ask at
+    /// any time; the wait is what a refused [`check_n`](Self::check_n)
+    /// would say (padded by the clock's lag alike).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::clock::VirtualClock;
+    /// use steadfast::rate::{Quota, RateLimit};
+    /// let clock = VirtualClock::manual();
+    /// let limit = RateLimit::builder()
+    ///     .quota(Quota::per_second(2)?)
+    ///     .build_with_clock(clock.clone())?;
+    /// assert_eq!(limit.next_admission(1), Some(Duration::ZERO));
+    /// limit.check()?;
+    /// limit.check()?;
+    /// assert_eq!(limit.next_admission(1), Some(Duration::from_millis(500)));
+    /// assert_eq!(limit.next_admission(1), Some(Duration::from_millis(500))); // nothing charged
+    /// assert_eq!(limit.next_admission(2), Some(Duration::from_secs(1)));
+    /// assert_eq!(limit.next_admission(3), None); // above the burst of 2
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn next_admission(&self, cost: u32) -> Option<Duration> {
+        let now = self.shared.now.elapsed_nanos();
+        let wait = self.wait_needed(0, cost, now)?;
+        Some(if wait == 0 {
+            Duration::ZERO
+        } else {
+            Duration::from_nanos(wait).saturating_add(self.shared.lag)
+        })
+    }
+
     /// Calls of cost 1 each quota could admit now; the fewest of them is
     /// what the limit admits.
     ///

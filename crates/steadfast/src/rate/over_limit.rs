@@ -76,7 +76,28 @@ impl OverLimit {
         if over.until <= now {
             map.remove(key);
             Known::Nothing
-        } else if cost == over.cost {
+        } else {
+            self.judge(over, cost, now)
+        }
+    }
+
+    /// [`lookup`](Self::lookup) without its side effect (an entry past
+    /// its time is left for the next lookup to drop).
+    pub(crate) fn peek(&self, key: &str, cost: u32, now: u64) -> Known {
+        let map = self
+            .shard(key)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match map.get(key).copied() {
+            None => Known::Nothing,
+            Some(over) if over.until <= now => Known::Nothing,
+            Some(over) => self.judge(over, cost, now),
+        }
+    }
+
+    /// What an entry live at `now` says of a call of `cost`.
+    fn judge(&self, over: Over, cost: u32, now: u64) -> Known {
+        if cost == over.cost {
             Known::Over(over.until - now)
         } else if cost < over.cost {
             Known::CheaperMayFit

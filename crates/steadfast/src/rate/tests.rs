@@ -269,3 +269,39 @@ fn a_refusals_wait_is_padded_by_how_far_the_clocks_reading_may_trail() {
         Duration::from_millis(100)
     );
 }
+
+proptest! {
+    /// `next_admission` says what a check would, and changes nothing: a
+    /// call it says may go now is admitted; one it says must wait is
+    /// refused with that wait; asking twice gives the same answer.
+    #[test]
+    fn next_admission_predicts_the_check_without_charging(
+        steps in proptest::collection::vec((1u32..4, 0u64..400), 1..60),
+        keyed in any::<bool>(),
+    ) {
+        let clock = VirtualClock::manual();
+        let quotas = [Quota::per_second(5).unwrap().with_burst(3).unwrap(), Quota::per_second(2).unwrap().with_burst(4).unwrap()];
+        let one = limit(&clock, &quotas);
+        let by_key = quotas
+            .iter()
+            .fold(KeyedRateLimit::<String>::builder(), |b, q| b.quota(*q))
+            .build_with_clock(clock.clone())
+            .unwrap();
+        for (cost, gap_ms) in steps {
+            clock.advance(Duration::from_millis(gap_ms));
+            let (said, again, checked) = if keyed {
+                let said = by_key.next_admission("k", cost);
+                (said, by_key.next_admission("k", cost), by_key.check_n("k", cost))
+            } else {
+                let said = one.next_admission(cost);
+                (said, one.next_admission(cost), one.check_n(cost))
+            };
+            prop_assert_eq!(said, again);
+            match said {
+                Some(wait) if wait.is_zero() => prop_assert!(checked.is_ok()),
+                Some(wait) => prop_assert_eq!(checked.unwrap_err().retry_after, Some(wait)),
+                None => prop_assert_eq!(checked.unwrap_err().retry_after, None),
+            }
+        }
+    }
+}
