@@ -15,8 +15,9 @@
 //! buffers in HTTP mode, bodies streamed.
 //!
 //! Exit status: 0 when stopped (by a signal or `--duration`), after the
-//! summary; 1 when it cannot listen or the target cannot be resolved; 2 for
-//! a usage error.
+//! summary (and its JSON, with `--summary-json FILE`); 1 when it cannot
+//! listen, the target cannot be resolved or the JSON cannot be written; 2
+//! for a usage error.
 
 mod faults;
 mod http;
@@ -96,13 +97,15 @@ Faults on HTTP requests (--http):
   allow.
 
 A summary of what was injected is printed on standard error when the proxy \
-stops: on Ctrl-C (or SIGTERM), or after --duration. The first line it prints \
+stops: on Ctrl-C (or SIGTERM), or after --duration; --summary-json FILE also \
+writes its counts as JSON. The first line it prints \
 is `listening on ADDRESS`, with the port the system picked for --listen \
 127.0.0.1:0.
 
 Exit status:
   0    stopped by a signal or --duration (after the summary)
-  1    it cannot listen on --listen, or --to cannot be resolved
+  1    it cannot listen on --listen, or --to cannot be resolved, or
+       --summary-json cannot be written
   2    a usage error (a bad flag value, a fault only --http has without it)";
 
 /// The examples at the end of `steadfast proxy --help`.
@@ -197,6 +200,11 @@ pub struct ProxyArgs {
     /// Print a line on standard error for each fault injected.
     #[arg(long, short)]
     pub verbose: bool,
+
+    /// Also write the summary's counts as JSON to this file when the proxy
+    /// stops (the text summary on standard error is unchanged).
+    #[arg(long, value_name = "FILE")]
+    pub summary_json: Option<std::path::PathBuf>,
 }
 
 /// A fault rate: a fraction in 0..=1 (`0.25`) or a percentage (`25%`).

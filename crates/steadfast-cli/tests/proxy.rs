@@ -322,10 +322,22 @@ async fn wait_zero(open: &AtomicUsize) {
 async fn connection_faults_reach_clients_at_their_rates_and_every_connection_closes() {
     const N: usize = 400;
     let (target, server_open) = server().await;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let json_path = dir.path().join("summary.json");
+    let json_arg = json_path.to_str().expect("a UTF-8 path").to_owned();
     let proxy = Proxy::start(
         target,
         &[
-            "--refuse", "0.2", "--stall", "20%", "--reset", "0.2", "--seed", "11",
+            "--refuse",
+            "0.2",
+            "--stall",
+            "20%",
+            "--reset",
+            "0.2",
+            "--seed",
+            "11",
+            "--summary-json",
+            &json_arg,
         ],
     );
     let seen = fetch_many(proxy.addr, "/", N).await;
@@ -352,6 +364,19 @@ async fn connection_faults_reach_clients_at_their_rates_and_every_connection_clo
     assert_eq!(summary_count(&summary, "stalled"), stalled);
     assert_eq!(summary_count(&summary, "reset,"), reset);
     assert!(summary.contains("--seed 11"), "{summary}");
+    // The JSON summary says the same, for a harness that will not parse text.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).expect("the JSON summary"))
+            .expect("valid JSON");
+    assert_eq!(json["connections"]["accepted"], N);
+    assert_eq!(json["connections"]["open_at_stop"], 0);
+    assert_eq!(json["injected"]["refused"], refused);
+    assert_eq!(json["injected"]["stalled"], stalled);
+    assert_eq!(json["injected"]["reset"], reset);
+    assert_eq!(
+        (json["seed"].as_u64(), json["mode"].as_str()),
+        (Some(11), Some("tcp"))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

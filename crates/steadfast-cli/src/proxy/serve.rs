@@ -164,12 +164,24 @@ pub(super) async fn serve(args: &ProxyArgs, plan: FaultPlan, interrupt: &Interru
         stats.statuses.store(chaos.outcomes, Ordering::Relaxed);
         stats.delayed.store(chaos.latencies, Ordering::Relaxed);
     }
-    let summary = stats.summary(started.elapsed(), &why, seed, http);
+    let ran = started.elapsed();
+    let summary = stats.summary(ran, &why, seed, http);
+    let json = stats.summary_json(ran, &why, seed, http);
     // Every connection still open is closed (its task dropped, and with it
     // both sockets and any connection to the target) before the summary.
     tasks.abort_all();
     while tasks.join_next().await.is_some() {}
     eprintln!("{summary}");
+    if let Some(path) = &args.summary_json {
+        let text = format!("{json:#}\n");
+        if let Err(e) = std::fs::write(path, text) {
+            eprintln!(
+                "steadfast proxy: cannot write the JSON summary to {}: {e}",
+                path.display()
+            );
+            return 1;
+        }
+    }
     0
 }
 

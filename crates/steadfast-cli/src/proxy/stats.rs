@@ -117,6 +117,60 @@ impl Stats {
     }
 }
 
+impl Stats {
+    /// The same counts as [`summary`](Self::summary), as JSON (for
+    /// `--summary-json`): what a test harness compares with what its
+    /// clients saw, without parsing the text.
+    #[must_use]
+    pub fn summary_json(
+        &self,
+        ran: Duration,
+        why: &str,
+        seed: u64,
+        http: bool,
+    ) -> serde_json::Value {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let mut summary = serde_json::json!({
+            "ran_seconds": ran.as_secs_f64(),
+            "stopped_by": why,
+            "seed": seed,
+            "mode": if http { "http" } else { "tcp" },
+            "connections": {
+                "accepted": get(&self.accepted),
+                "open_at_stop": get(&self.open),
+                "upstream_failed": get(&self.upstream_failed),
+            },
+            "injected": {
+                "refused": get(&self.refused),
+                "reset": get(&self.reset),
+                "stalled": get(&self.stalled),
+                "slowed": get(&self.slowed),
+                "throttled": get(&self.throttled),
+            },
+        });
+        let extra = if http {
+            serde_json::json!({
+                "requests": {
+                    "forwarded": get(&self.requests),
+                    "injected_status": get(&self.statuses),
+                    "delayed": get(&self.delayed),
+                }
+            })
+        } else {
+            serde_json::json!({
+                "bytes": {
+                    "to_target": get(&self.bytes_up),
+                    "to_clients": get(&self.bytes_down),
+                }
+            })
+        };
+        if let (Some(all), serde_json::Value::Object(more)) = (summary.as_object_mut(), extra) {
+            all.extend(more);
+        }
+        summary
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,5 +201,26 @@ mod tests {
                 .summary(Duration::ZERO, "x", 1, true)
                 .contains("requests")
         );
+    }
+
+    #[test]
+    fn the_json_summary_has_the_same_counts() {
+        let stats = Stats::default();
+        bump(&stats.accepted);
+        bump(&stats.reset);
+        add(&stats.bytes_down, 1234);
+        let json = stats.summary_json(Duration::from_secs(3), "Ctrl-C", 42, false);
+        assert_eq!(json["connections"]["accepted"], 1);
+        assert_eq!(json["injected"]["reset"], 1);
+        assert_eq!(json["bytes"]["to_clients"], 1234);
+        assert_eq!(
+            (json["seed"].as_u64(), json["mode"].as_str()),
+            (Some(42), Some("tcp"))
+        );
+        assert_eq!(json["stopped_by"], "Ctrl-C");
+        assert!(json.get("requests").is_none());
+        let http = stats.summary_json(Duration::ZERO, "x", 1, true);
+        assert_eq!(http["requests"]["forwarded"], 0);
+        assert!(http.get("bytes").is_none());
     }
 }
