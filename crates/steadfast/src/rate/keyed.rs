@@ -155,6 +155,58 @@ impl<K: Hash + Eq + Clone> KeyedRateLimit<K> {
         self.shared.name
     }
 
+    /// Whether `key` is held: it made a call whose share of a quota has
+    /// not come back yet, or has not been evicted since. Reads only.
+    ///
+    /// ```
+    /// use steadfast::rate::{KeyedRateLimit, Quota};
+    /// let limit = KeyedRateLimit::<String>::builder().quota(Quota::per_second(1)?).build()?;
+    /// assert!(!limit.holds("alice"));
+    /// limit.check("alice")?;
+    /// assert!(limit.holds("alice"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn holds<Q>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.held(key).is_some()
+    }
+
+    /// Calls of cost 1 `key` could make now: the fewest any of its quotas
+    /// admits (a key not held, each quota's burst). Reads only: nothing is
+    /// charged and no key is added.
+    ///
+    /// ```
+    /// use steadfast::rate::{KeyedRateLimit, Quota};
+    /// let limit = KeyedRateLimit::<String>::builder()
+    ///     .quota(Quota::per_second(10)?.with_burst(3)?)
+    ///     .build()?;
+    /// assert_eq!(limit.remaining("alice"), 3);
+    /// limit.check("alice")?;
+    /// assert_eq!(limit.remaining("alice"), 2);
+    /// assert_eq!(limit.remaining("bob"), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn remaining<Q>(&self, key: &Q) -> u64
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let now = self.shared.now.elapsed_nanos();
+        let tats = self.held(key).unwrap_or([0; MAX_QUOTAS]);
+        self.shared
+            .cells
+            .iter()
+            .zip(tats)
+            .map(|(cell, tat)| cell.remaining(tat, now))
+            .min()
+            .unwrap_or(0)
+    }
+
     /// How long until a call of cost `cost` for `key` would be admitted:
     /// zero if now (a key not held is admitted now), `None` if never (a
     /// cost above a quota's burst). It reads only: the key is neither
@@ -181,18 +233,8 @@ impl<K: Hash + Eq + Clone> KeyedRateLimit<K> {
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
         let shared = &self.shared;
-        let hash = shared.hasher.hash_one(key);
-        let shard = usize::try_from((hash >> 32) % SHARDS as u64).unwrap_or(0);
-        let mut map = shared.shards[shard]
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
         let now = shared.now.elapsed_nanos();
-        let tats = map
-            .get_mut(hash, key)
-            .as_deref()
-            .copied()
-            .unwrap_or([0; MAX_QUOTAS]);
-        drop(map);
+        let tats = self.held(key).unwrap_or([0; MAX_QUOTAS]);
         let mut wait = 0_u64;
         for (i, cell) in shared.cells.iter().enumerate() {
             match cell.step(tats[i], now, cost) {
@@ -206,6 +248,22 @@ impl<K: Hash + Eq + Clone> KeyedRateLimit<K> {
         } else {
             Duration::from_nanos(wait).saturating_add(shared.lag)
         })
+    }
+
+    /// The key's arrival times, if it is held (a copy, read under its
+    /// shard's lock; nothing changed).
+    fn held<Q>(&self, key: &Q) -> Option<Tats>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let shared = &self.shared;
+        let hash = shared.hasher.hash_one(key);
+        let shard = usize::try_from((hash >> 32) % SHARDS as u64).unwrap_or(0);
+        let mut map = shared.shards[shard]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        map.get_mut(hash, key).as_deref().copied()
     }
 
     fn take<Q>(&self, key: &Q, cost: u32, max_wait: Duration) -> Result<u64, RateRefused>
