@@ -93,7 +93,15 @@ struct Shared {
     /// relaxed load tells a call whether to try for the sweeps' lock.
     due: AtomicU64,
     next_id: AtomicU64,
-    rng: Mutex<Rng>,
+    /// The pick's draws: a seeded set's own generator (its picks repeat,
+    /// under a lock); `None`: each thread's own, so picks from many threads
+    /// share no lock.
+    rng: Option<Mutex<Rng>>,
+}
+
+thread_local! {
+    /// The draws of the picks of unseeded sets made on this thread.
+    static PICK_RNG: std::cell::RefCell<Rng> = std::cell::RefCell::new(Rng::from_entropy());
 }
 
 /// A set of endpoints (replicas of one service) that calls are spread
@@ -178,7 +186,8 @@ impl EndpointsBuilder {
         self
     }
 
-    /// Seeds the pick's draws, for a repeatable run.
+    /// Seeds the pick's draws, for a repeatable run (they are then drawn
+    /// under a lock; unseeded, each thread draws its own, lock-free).
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
         self
@@ -225,7 +234,7 @@ impl EndpointsBuilder {
                 origin: OnceLock::new(),
                 due: AtomicU64::new(u64::MAX),
                 next_id: AtomicU64::new(0),
-                rng: Mutex::new(Rng::seeded_or_entropy(self.seed)),
+                rng: self.seed.map(|seed| Mutex::new(Rng::with_seed(seed))),
             }),
         })
     }
@@ -364,13 +373,12 @@ impl Endpoints {
             now,
             usable: |e: &Entry| usable(e, avoiding),
         };
-        let i = {
-            let mut rng = self
-                .shared
-                .rng
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            power_of_two(&view, &mut rng)
+        let i = match &self.shared.rng {
+            Some(seeded) => {
+                let mut rng = seeded.lock().unwrap_or_else(PoisonError::into_inner);
+                power_of_two(&view, &mut rng)
+            }
+            None => PICK_RNG.with(|rng| power_of_two(&view, &mut rng.borrow_mut())),
         }?;
         let entry = Arc::clone(&list[i]);
         entry.in_flight.fetch_add(1, Ordering::Relaxed);
