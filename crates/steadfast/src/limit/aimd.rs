@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::algorithm::{Algorithm, Window};
+use super::algorithm::{AimdStep, Algorithm, AlgorithmState, Window};
 use super::gradient2::{check_bounds, check_factor};
 use crate::config_error::ConfigError;
 
@@ -36,6 +36,8 @@ pub struct Aimd {
     max: u32,
     backoff_ratio: f64,
     timeout: Duration,
+    /// The last window's decision, for `state`.
+    last: Option<AimdStep>,
 }
 
 impl Default for Aimd {
@@ -47,6 +49,7 @@ impl Default for Aimd {
             max: 200,
             backoff_ratio: 0.9,
             timeout: Duration::from_secs(5),
+            last: None,
         }
     }
 }
@@ -68,22 +71,27 @@ impl Algorithm for Aimd {
         self.limit
     }
 
+    fn state(&self) -> AlgorithmState {
+        AlgorithmState::Aimd { last: self.last }
+    }
+
     fn bounds(&self) -> (u32, u32) {
         (self.min, self.max)
     }
 
     fn update(&mut self, window: &Window) -> u32 {
         let too_slow = window.rtt.is_some_and(|rtt| rtt > self.timeout);
-        let next = if window.dropped() || too_slow {
+        let (next, step) = if window.dropped() || too_slow {
             // Truncated, as published: a limit of 20 backs off to 18.
             #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             let shrunk = (f64::from(self.limit) * self.backoff_ratio) as u32;
-            shrunk
+            (shrunk, AimdStep::Decreased)
         } else if u64::from(window.max_in_flight) * 2 >= u64::from(self.limit) {
-            self.limit.saturating_add(1)
+            (self.limit.saturating_add(1), AimdStep::Increased)
         } else {
-            self.limit
+            (self.limit, AimdStep::Held)
         };
+        self.last = Some(step);
         self.limit = next.clamp(self.min, self.max);
         self.limit
     }

@@ -109,6 +109,69 @@ pub trait Algorithm: fmt::Debug + Send + 'static {
 
     /// The limit after `window`.
     fn update(&mut self, window: &Window) -> u32;
+
+    /// What the algorithm knows now, for a dashboard or a test
+    /// ([`ConcurrencyLimit::algorithm_state`](super::ConcurrencyLimit::algorithm_state)).
+    /// Reads only. An algorithm of your own may say nothing
+    /// ([`AlgorithmState::Other`], the default).
+    fn state(&self) -> AlgorithmState {
+        AlgorithmState::Other
+    }
+}
+
+/// What an adaptive algorithm knows now: the state its next step starts
+/// from, each field `None` until measured.
+///
+/// ```
+/// use std::time::Duration;
+/// use steadfast::limit::{Algorithm, AlgorithmState, Gradient2, Window};
+/// let mut g = Gradient2::builder().build()?;
+/// assert_eq!(g.state(), AlgorithmState::Gradient2 { long_rtt: None, short_rtt: None, gradient: None });
+/// g.update(&Window::new(30, 30).with_rtt(Duration::from_millis(10), Duration::from_millis(5)));
+/// let AlgorithmState::Gradient2 { long_rtt, short_rtt, .. } = g.state() else { unreachable!() };
+/// assert_eq!((long_rtt, short_rtt), (Some(Duration::from_millis(10)), Some(Duration::from_millis(10))));
+/// # Ok::<(), steadfast::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum AlgorithmState {
+    /// [`Gradient2`](super::Gradient2): the long RTT it compares each
+    /// window's against, the last window's (short) RTT, and the gradient it
+    /// applied (tolerance × long / short, kept in 0.5..=1).
+    Gradient2 {
+        /// The long-term average RTT.
+        long_rtt: Option<Duration>,
+        /// The last measured window's average RTT.
+        short_rtt: Option<Duration>,
+        /// The last gradient applied.
+        gradient: Option<f64>,
+    },
+    /// [`Vegas`](super::Vegas): its no-load RTT (the least it has seen,
+    /// relearned at each probe) and the queue it estimated at its last step.
+    Vegas {
+        /// The RTT with no queue.
+        no_load_rtt: Option<Duration>,
+        /// `limit × (1 - no_load_rtt / rtt)`, rounded up, at the last step.
+        queue: Option<f64>,
+    },
+    /// [`Aimd`](super::Aimd): what its last window decided.
+    Aimd {
+        /// The last step.
+        last: Option<AimdStep>,
+    },
+    /// An algorithm that says nothing of itself.
+    Other,
+}
+
+/// What an [`Aimd`](super::Aimd) window decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AimdStep {
+    /// Up by one: the window was busy and clean.
+    Increased,
+    /// Down by the backoff ratio: a drop, or an RTT over the timeout.
+    Decreased,
+    /// Unchanged: too few in flight to learn from.
+    Held,
 }
 
 /// `value` as a limit: truncated (as the published algorithms do) and kept

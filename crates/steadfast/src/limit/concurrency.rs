@@ -7,7 +7,7 @@ use std::task::Waker;
 use std::time::{Duration, Instant};
 
 use super::acquire::Acquire;
-use super::algorithm::{Algorithm, Window};
+use super::algorithm::{Algorithm, AlgorithmState, Window};
 use super::permit::Permit;
 use super::queue::{Left, Queue, ThreadWaker, Waiter};
 use super::signal::Signal;
@@ -72,6 +72,9 @@ struct Adaptive {
     time: Box<dyn Nanos>,
     sampler: Sampler,
     algorithm: Mutex<Box<dyn Algorithm>>,
+    /// The last window closed, for `snapshot` (written at each close, under
+    /// its own lock: never on a success path).
+    last_window: Mutex<Option<Window>>,
     name: &'static str,
 }
 
@@ -150,6 +153,11 @@ pub struct ConcurrencyLimitSnapshot {
     pub refused: u64,
     /// The adaptive algorithm's name; `None` for a fixed limit.
     pub algorithm: Option<&'static str>,
+    /// The last sample window an adaptive limit closed (samples, drops,
+    /// the most in flight, its average and least RTT): what its algorithm
+    /// last moved the limit on. `None` before the first, and for a fixed
+    /// limit.
+    pub last_window: Option<Window>,
 }
 
 fn to_u32(n: u64) -> u32 {
@@ -208,7 +216,33 @@ impl ConcurrencyLimit {
             queued: to_u32(self.0.queue.as_ref().map_or(0, Queue::len)),
             refused: self.0.refused.load(Ordering::Relaxed),
             algorithm: self.0.adaptive.as_ref().map(|a| a.name),
+            last_window: self
+                .0
+                .adaptive
+                .as_ref()
+                .and_then(|a| *a.last_window.lock().unwrap_or_else(PoisonError::into_inner)),
         }
+    }
+
+    /// What an adaptive limit's algorithm knows now (Gradient2's long and
+    /// short RTT, Vegas's no-load RTT and queue, AIMD's last decision), read
+    /// without changing anything; `None` for a fixed limit.
+    ///
+    /// ```
+    /// use steadfast::limit::{AlgorithmState, ConcurrencyLimit, Vegas};
+    /// let limit = ConcurrencyLimit::adaptive(Vegas::builder().build()?).build()?;
+    /// assert_eq!(limit.algorithm_state(), Some(AlgorithmState::Vegas { no_load_rtt: None, queue: None }));
+    /// assert_eq!(ConcurrencyLimit::fixed(4).build()?.algorithm_state(), None);
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn algorithm_state(&self) -> Option<AlgorithmState> {
+        let adaptive = self.0.adaptive.as_ref()?;
+        let algorithm = adaptive
+            .algorithm
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        Some(algorithm.state())
     }
 
     /// A slot now, or the refusal: never waits, even with a queue.
@@ -414,13 +448,19 @@ impl ConcurrencyLimit {
     #[cold]
     #[inline(never)]
     fn close(&self, adaptive: &Adaptive, window: &Window) {
-        // Only the thread that closed the window gets here; the lock is for
-        // the compiler, never waited on.
-        let Ok(mut algorithm) = adaptive.algorithm.try_lock() else {
-            return;
-        };
+        // Only the thread that closed the window gets here; the lock is
+        // shared only with `algorithm_state`, which holds it for a read: a
+        // window is never skipped for it.
+        let mut algorithm = adaptive
+            .algorithm
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let new = algorithm.update(window);
         drop(algorithm);
+        *adaptive
+            .last_window
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(*window);
         let old = to_u32(self.0.limit.swap(u64::from(new), Ordering::Relaxed));
         crate::telemetry::limit_window(self.0.name, new, self.in_flight());
         if new != old {
@@ -623,6 +663,7 @@ impl ConcurrencyLimitBuilder {
                     time,
                     name: algorithm.name(),
                     algorithm: Mutex::new(algorithm),
+                    last_window: Mutex::new(None),
                 };
                 let limit = adaptive
                     .algorithm

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::algorithm::{Algorithm, Window, nanos_f64, to_limit};
+use super::algorithm::{Algorithm, AlgorithmState, Window, nanos_f64, to_limit};
 use crate::config_error::ConfigError;
 
 const NAME: &str = "gradient2";
@@ -61,6 +61,8 @@ pub struct Gradient2 {
     queue_size: u32,
     drop_factor: f64,
     long_rtt: ExpAverage,
+    /// The last window's RTT and the gradient applied, for `state`.
+    last: Option<(f64, Option<f64>)>,
 }
 
 impl Default for Gradient2 {
@@ -87,6 +89,7 @@ impl Gradient2 {
             queue_size: b.queue_size,
             drop_factor: b.drop_factor,
             long_rtt: ExpAverage::new(b.long_window, 10),
+            last: None,
         }
     }
 
@@ -110,6 +113,16 @@ impl Algorithm for Gradient2 {
         (self.min, self.max)
     }
 
+    fn state(&self) -> AlgorithmState {
+        AlgorithmState::Gradient2 {
+            long_rtt: self.long_rtt(),
+            short_rtt: self
+                .last
+                .map(|(short, _)| Duration::from_secs_f64(short / 1e9)),
+            gradient: self.last.and_then(|(_, g)| g),
+        }
+    }
+
     fn update(&mut self, window: &Window) -> u32 {
         if window.dropped() {
             self.limit =
@@ -124,10 +137,12 @@ impl Algorithm for Gradient2 {
         if long / short > 2.0 {
             self.long_rtt.value *= 0.95;
         }
+        self.last = Some((short, None));
         if f64::from(window.max_in_flight) < self.limit / 2.0 {
             return self.limit();
         }
         let gradient = (self.tolerance * long / short).clamp(0.5, 1.0);
+        self.last = Some((short, Some(gradient)));
         let new = self.limit * gradient + f64::from(self.queue_size);
         let new = self.limit * (1.0 - self.smoothing) + new * self.smoothing;
         self.limit = new.clamp(f64::from(self.min), f64::from(self.max));

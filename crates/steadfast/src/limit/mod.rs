@@ -105,7 +105,7 @@ pub use crate::call::DEFAULT_LIMIT_NAME as DEFAULT_NAME;
 pub use crate::call::LimitRefused;
 pub use acquire::Acquire;
 pub use aimd::{Aimd, AimdBuilder};
-pub use algorithm::{Algorithm, Window};
+pub use algorithm::{AimdStep, Algorithm, AlgorithmState, Window};
 pub use concurrency::{ConcurrencyLimit, ConcurrencyLimitBuilder, ConcurrencyLimitSnapshot};
 pub use gradient2::{Gradient2, Gradient2Builder};
 pub use permit::Permit;

@@ -275,3 +275,50 @@ proptest! {
         prop_assert!(after <= before, "{}: {} -> {} with {} in flight", a.name(), before, after, in_flight);
     }
 }
+
+#[test]
+fn a_snapshot_shows_the_last_window_and_the_algorithm_state_without_changing_them() {
+    let clock = VirtualClock::manual();
+    let limit = ConcurrencyLimit::adaptive(Gradient2::builder().build().unwrap())
+        .window(Duration::from_millis(900), 1)
+        .build_with_clock(clock.clone())
+        .unwrap();
+    assert_eq!(limit.snapshot().last_window, None);
+    assert!(matches!(
+        limit.algorithm_state(),
+        Some(AlgorithmState::Gradient2 { long_rtt: None, .. })
+    ));
+    let dep = Dependency {
+        capacity: 40,
+        base: Duration::from_millis(10),
+    };
+    drive(&limit, &clock, &dep, 5);
+    let snap = limit.snapshot();
+    let window = snap.last_window.expect("a window closed");
+    assert!(window.samples > 0 && window.rtt.is_some(), "{window:?}");
+    let Some(AlgorithmState::Gradient2 {
+        long_rtt,
+        short_rtt,
+        ..
+    }) = limit.algorithm_state()
+    else {
+        panic!("a Gradient2 state");
+    };
+    assert!(
+        long_rtt.is_some() && short_rtt == window.rtt,
+        "{long_rtt:?} {short_rtt:?}"
+    );
+    // Reading changed nothing: the same answers again.
+    assert_eq!(limit.snapshot(), snap);
+    assert_eq!(limit.algorithm_state(), limit.algorithm_state());
+    // AIMD says what its last window decided.
+    let aimd = ConcurrencyLimit::adaptive(Aimd::builder().build().unwrap())
+        .window(Duration::from_millis(900), 1)
+        .build_with_clock(clock.clone())
+        .unwrap();
+    drive(&aimd, &clock, &dep, 3);
+    assert!(matches!(
+        aimd.algorithm_state(),
+        Some(AlgorithmState::Aimd { last: Some(_) })
+    ));
+}

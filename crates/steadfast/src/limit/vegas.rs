@@ -1,6 +1,8 @@
 //! Vegas: TCP Vegas' queue estimate, applied to concurrency.
 
-use super::algorithm::{Algorithm, Window, nanos_f64, to_limit};
+use std::time::Duration;
+
+use super::algorithm::{Algorithm, AlgorithmState, Window, nanos_f64, to_limit};
 use super::gradient2::check_bounds;
 use crate::config_error::ConfigError;
 use crate::rng::Rng;
@@ -54,6 +56,8 @@ pub struct Vegas {
     probe_count: u64,
     probe_jitter: f64,
     rng: Rng,
+    /// The queue estimated at the last step, for `state`.
+    last_queue: Option<f64>,
 }
 
 impl Default for Vegas {
@@ -99,6 +103,14 @@ impl Algorithm for Vegas {
         to_limit(self.limit, self.min, self.max)
     }
 
+    fn state(&self) -> AlgorithmState {
+        AlgorithmState::Vegas {
+            no_load_rtt: (self.rtt_noload > 0.0)
+                .then(|| Duration::from_secs_f64(self.rtt_noload / 1e9)),
+            queue: self.last_queue,
+        }
+    }
+
     fn bounds(&self) -> (u32, u32) {
         (self.min, self.max)
     }
@@ -133,6 +145,7 @@ impl Algorithm for Vegas {
         let limit = self.limit;
         let log = log10_root(limit.trunc());
         let queue = (limit * (1.0 - self.rtt_noload / rtt)).ceil();
+        self.last_queue = Some(queue);
         let new = if window.dropped() {
             limit - log
         } else if f64::from(window.max_in_flight) * 2.0 < limit {
@@ -186,6 +199,7 @@ impl VegasBuilder {
             probe_count: 0,
             probe_jitter: 1.0,
             rng: Rng::seeded_or_entropy(self.seed),
+            last_queue: None,
         };
         vegas.reset_probe_jitter();
         vegas
