@@ -479,13 +479,21 @@ impl Shared {
             host.set_tally(word >> 32, word & 0xffff_ffff);
         }
         // Sweeps missed while no call came run now, each at its own time,
-        // the later ones on empty tallies (no call finished in them).
+        // the later ones on empty tallies (no call finished in them). Once
+        // nothing is ejected and no multiplier is left, an empty sweep
+        // changes nothing: the rest are skipped, so a set idle for a year
+        // does not run three million sweeps on its next call.
         let mut at = due;
         while at <= elapsed {
             let when = *origin + Duration::from_nanos(at);
             detector.sweep(when, hosts, |event| apply(&list, ids, event));
             hosts.iter_mut().for_each(|h| h.set_tally(0, 0));
             at = at.saturating_add(interval);
+            let settled = hosts.iter().all(|h| !h.is_ejected() && h.multiplier() == 0);
+            if settled && at <= elapsed {
+                let missed = (elapsed - at) / interval + 1;
+                at = at.saturating_add(missed.saturating_mul(interval));
+            }
         }
         self.due.store(at, Ordering::Relaxed);
     }

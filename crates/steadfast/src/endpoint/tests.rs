@@ -811,3 +811,34 @@ proptest! {
         prop_assert!(set.snapshot(now).iter().all(|e| e.in_flight == 0));
     }
 }
+
+#[test]
+fn a_set_idle_for_a_year_catches_up_at_once_and_exactly() {
+    let t0 = Instant::now();
+    let envoy = OutlierDetection::envoy().build().expect("valid");
+    let set = set_with(Some(envoy), 0);
+    let ids: Vec<EndpointId> = (0..5).map(|i| set.insert(format!("h{i}"), t0)).collect();
+    // Five server errors in a row eject h0 at once.
+    for _ in 0..5 {
+        let p = set.pick_avoiding(t0, &ids[1..]).expect("h0 is eligible");
+        p.finish(Answer::ServerError, None, t0);
+    }
+    assert!(set.snapshot(t0)[0].ejected);
+    // A year later the next pick runs the missed sweeps: h0 is back, its
+    // multiplier decayed to nothing, and the next sweep is due within an interval.
+    let later = t0 + Duration::from_secs(365 * 86_400);
+    let _ = set.pick(later);
+    let state = set.snapshot(later);
+    assert!(!state[0].ejected);
+    assert_eq!(state[0].multiplier, 0);
+    // One more interval on: a sweep runs (h0 failing again is judged afresh).
+    for _ in 0..5 {
+        let p = set.pick_avoiding(later, &ids[1..]).expect("h0 is eligible");
+        p.finish(Answer::ServerError, None, later);
+    }
+    assert!(
+        set.snapshot(later)[0].ejected,
+        "the consecutive rule ejects at once again"
+    );
+    assert_eq!(set.snapshot(later)[0].multiplier, 1);
+}
