@@ -425,13 +425,7 @@ impl Endpoints {
     }
 
     fn list(&self) -> Arc<[Arc<Entry>]> {
-        Arc::clone(
-            &self
-                .shared
-                .list
-                .read()
-                .unwrap_or_else(PoisonError::into_inner),
-        )
+        self.shared.list()
     }
 
     fn entry(&self, id: EndpointId) -> Option<Arc<Entry>> {
@@ -445,6 +439,11 @@ fn nanos(d: Duration) -> u64 {
 }
 
 impl Shared {
+    /// The list now: a snapshot the caller keeps while the set changes.
+    fn list(&self) -> Arc<[Arc<Entry>]> {
+        Arc::clone(&self.list.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
     /// Runs the sweeps due at `now`, unless another call is running them
     /// (that one goes on without waiting). Costs one relaxed load when
     /// none is due.
@@ -463,7 +462,7 @@ impl Shared {
         if elapsed < due {
             return; // swept by the call that held the lock
         }
-        let list = Arc::clone(&self.list.read().unwrap_or_else(PoisonError::into_inner));
+        let list = self.list();
         let Sweeps {
             detector,
             ids,
@@ -542,7 +541,7 @@ impl Shared {
         }
         let Some(sweeps) = &self.sweeps else { return };
         let mut s = sweeps.lock().unwrap_or_else(PoisonError::into_inner);
-        let list = Arc::clone(&self.list.read().unwrap_or_else(PoisonError::into_inner));
+        let list = self.list();
         let Sweeps {
             detector,
             ids,
