@@ -9,7 +9,6 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, StatusCode, Uri};
@@ -17,6 +16,7 @@ use http_body_util::Empty;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use steadfast::endpoint::{Answer, Endpoints};
+use steadfast::{Classify, Verdict};
 use steadfast_tower::balance::Balance;
 use tower::discover::ServiceList;
 use tower::{Service, ServiceExt};
@@ -48,15 +48,8 @@ async fn main() -> Result<(), Error> {
         }));
     }
 
-    // What a status says of the replica that sent it.
-    let judge = |outcome: &Result<StatusCode, Error>| match outcome {
-        Ok(s) if s.is_server_error() => (Answer::ServerError, None::<Duration>),
-        Ok(s) if s.is_client_error() => (Answer::ClientError, None),
-        Ok(_) => (Answer::Ok, None),
-        Err(_) => (Answer::GatewayError, None),
-    };
     let set = Endpoints::builder().build()?;
-    let mut balance = Balance::new(ServiceList::new(endpoints), set).judge(judge);
+    let mut balance = Balance::new(ServiceList::new(endpoints), set).classify(ByStatus);
 
     let mut ok = 0;
     for _ in 0..100 {
@@ -70,6 +63,31 @@ async fn main() -> Result<(), Error> {
     println!("{ok} of 100 answered 200");
     assert!(ok >= 99);
     Ok(())
+}
+
+/// What a status says of the replica that sent it: a 5xx, or no answer at
+/// all, is the replica's failure; a 4xx the request's own.
+#[derive(Clone)]
+struct ByStatus;
+
+impl Classify<StatusCode, Error> for ByStatus {
+    fn classify(&self, outcome: &Result<StatusCode, Error>) -> Verdict {
+        match outcome {
+            Ok(s) if s.is_server_error() => Verdict::Retry,
+            Ok(s) if s.is_client_error() => Verdict::Stop,
+            Ok(_) => Verdict::Success,
+            Err(_) => Verdict::Retry,
+        }
+    }
+
+    fn answer(&self, outcome: &Result<StatusCode, Error>, _: Verdict) -> Answer {
+        match outcome {
+            Ok(s) if s.is_server_error() => Answer::ServerError,
+            Ok(s) if s.is_client_error() => Answer::ClientError,
+            Ok(_) => Answer::Ok,
+            Err(_) => Answer::GatewayError,
+        }
+    }
 }
 
 /// A replica on 127.0.0.1 answering `status`, and its request count.

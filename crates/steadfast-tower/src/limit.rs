@@ -13,7 +13,7 @@ use steadfast::Classify;
 use steadfast::call::LimitRefused;
 use steadfast::call::Refused;
 use steadfast::classify::{AnyError, ClassifyFn};
-use steadfast::clock::{AsyncClock, DefaultClock};
+use steadfast::clock::{AsyncClock, DefaultClock, SystemClock};
 use steadfast::limit::{Acquire, ConcurrencyLimit};
 use steadfast::policy::Limits;
 use steadfast::policy::gate::{Admission, Ticket};
@@ -238,7 +238,7 @@ where
             Some(waiting) => waiting,
             // The gate: a slot now, a place in the queue, or the refusal
             // (counted once).
-            None => match self.layer.gate.admit(None, clock) {
+            None => match self.layer.gate.admit(None, &[], clock) {
                 Admission::Admitted(ticket) => {
                     self.ticket = ticket;
                     return Poll::Ready(Ok(()));
@@ -299,7 +299,7 @@ where
         let ticket = if self.ticket.holds_slot() {
             std::mem::take(&mut self.ticket)
         } else {
-            match self.layer.gate.admit_now() {
+            match self.layer.gate.admit_now(&[], &self.layer.clock) {
                 Ok(ticket) => ticket,
                 Err(refused) => {
                     return LimitFuture {
@@ -369,7 +369,9 @@ where
                 let out = std::task::ready!(future.poll(cx));
                 if ticket.holds_slot() {
                     let verdict = classify.classify(&out);
-                    std::mem::take(ticket).finish(&*classify, verdict, &out);
+                    // The layer's gate holds no endpoint set: the clock,
+                    // which only a pick reads, is never read.
+                    std::mem::take(ticket).finish(&*classify, verdict, &out, &SystemClock);
                 }
                 Poll::Ready(out.map_err(LimitError::Inner))
             }

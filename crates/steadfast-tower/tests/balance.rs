@@ -26,6 +26,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use steadfast::clock::VirtualClock;
 use steadfast::endpoint::{Answer, Endpoints, OutlierDetection};
+use steadfast::{Classify, Verdict};
 use steadfast_tower::balance::{Balance, BalanceError};
 use tower::discover::{Change, ServiceList};
 use tower::{Service, ServiceExt};
@@ -95,13 +96,27 @@ fn endpoint(
 
 /// HTTP's answers: 5xx server errors (502-504 gateway), 4xx client
 /// errors, no connection a gateway error.
-fn judge(outcome: &Outcome) -> (Answer, Option<Duration>) {
-    match outcome {
-        Ok(s) if matches!(s.as_u16(), 502..=504) => (Answer::GatewayError, None),
-        Ok(s) if s.is_server_error() => (Answer::ServerError, None),
-        Ok(s) if s.is_client_error() => (Answer::ClientError, None),
-        Ok(_) => (Answer::Ok, None),
-        Err(_) => (Answer::GatewayError, None),
+#[derive(Clone)]
+struct ByStatus;
+
+impl Classify<StatusCode, hyper_util::client::legacy::Error> for ByStatus {
+    fn classify(&self, outcome: &Outcome) -> Verdict {
+        match outcome {
+            Ok(s) if s.is_server_error() => Verdict::Retry,
+            Ok(s) if s.is_client_error() => Verdict::Stop,
+            Ok(_) => Verdict::Success,
+            Err(_) => Verdict::Retry,
+        }
+    }
+
+    fn answer(&self, outcome: &Outcome, _: Verdict) -> Answer {
+        match outcome {
+            Ok(s) if matches!(s.as_u16(), 502..=504) => Answer::GatewayError,
+            Ok(s) if s.is_server_error() => Answer::ServerError,
+            Ok(s) if s.is_client_error() => Answer::ClientError,
+            Ok(_) => Answer::Ok,
+            Err(_) => Answer::GatewayError,
+        }
     }
 }
 
@@ -116,7 +131,7 @@ async fn calls_spread_over_the_replicas_and_leave_the_failing_one() {
     let client = http();
     let urls = [&good[0].url, &bad.url, &good[1].url];
     let list = ServiceList::new(urls.iter().map(|u| endpoint(&client, u)));
-    let mut balance = Balance::new(list, set()).judge(judge);
+    let mut balance = Balance::new(list, set()).classify(ByStatus);
     let mut ok = 0;
     for _ in 0..60 {
         let status = balance
@@ -156,7 +171,7 @@ async fn a_refused_connection_is_avoided_and_its_error_names_the_endpoint() {
         tx.unbounded_send(Ok(Change::Insert(url.clone(), endpoint(&client, url))))
             .expect("the balance listens");
     }
-    let mut balance = Balance::new(rx, set()).judge(judge);
+    let mut balance = Balance::new(rx, set()).classify(ByStatus);
     let mut errors = Vec::new();
     for _ in 0..40 {
         match balance.ready().await.expect("ready").call(()).await {
@@ -183,7 +198,7 @@ async fn a_removed_replica_gets_nothing_new() {
         .expect("sent");
     tx.unbounded_send(Ok(Change::Insert("b".into(), endpoint(&client, &b.url))))
         .expect("sent");
-    let mut balance = Balance::new(rx, set()).judge(judge);
+    let mut balance = Balance::new(rx, set()).classify(ByStatus);
     for _ in 0..20 {
         balance
             .ready()

@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use crate::call::Verdict;
+use crate::call::{Answer, Verdict};
 
 /// Turns an attempt's outcome into a [`Verdict`].
 ///
@@ -61,6 +61,43 @@ pub trait Classify<T, E> {
     fn overloaded(&self, outcome: &Result<T, E>) -> bool {
         let _ = outcome;
         false
+    }
+
+    /// What the outcome, judged `verdict`, says of the endpoint that gave
+    /// it, for outlier detection ([`Answer`]): asked only when the attempt
+    /// went to an endpoint of an [endpoint set](crate::endpoint). The
+    /// default knows only the verdict ([`Answer::of`]: a success is `Ok`,
+    /// anything else a server error); a protocol's classifier tells server,
+    /// gateway and client errors apart (Envoy's model ejects for the first
+    /// two only).
+    ///
+    /// ```
+    /// use steadfast::endpoint::Answer;
+    /// use steadfast::{Classify, Verdict};
+    ///
+    /// struct Status;
+    /// impl Classify<u16, ()> for Status {
+    ///     fn classify(&self, outcome: &Result<u16, ()>) -> Verdict {
+    ///         match outcome {
+    ///             Ok(200..=299) => Verdict::Success,
+    ///             Ok(502..=504) | Err(()) => Verdict::Retry,
+    ///             Ok(_) => Verdict::Stop,
+    ///         }
+    ///     }
+    ///     fn answer(&self, outcome: &Result<u16, ()>, _: Verdict) -> Answer {
+    ///         match outcome {
+    ///             Ok(200..=399) => Answer::Ok,
+    ///             Ok(502..=504) | Err(()) => Answer::GatewayError,
+    ///             Ok(500..) => Answer::ServerError,
+    ///             Ok(_) => Answer::ClientError,
+    ///         }
+    ///     }
+    /// }
+    /// assert_eq!(Status.answer(&Ok(404), Verdict::Stop), Answer::ClientError);
+    /// ```
+    fn answer(&self, outcome: &Result<T, E>, verdict: Verdict) -> Answer {
+        let _ = outcome;
+        Answer::of(verdict)
     }
 }
 

@@ -968,7 +968,7 @@ impl Clients {
         };
         let policy = &self.policies[call.client as usize];
         // The gate, as the executors ask it (a slot now or never here).
-        match policy.limits().admit_now() {
+        match policy.limits().admit_now(&[], clock) {
             Ok(ticket) => {
                 if let Some(limit) = policy.limits().concurrency_limit() {
                     // One thread: nothing takes or gives back a slot, or
@@ -1043,7 +1043,7 @@ impl Clients {
         // finish a timed-out attempt's ticket).
         let ticket = std::mem::take(&mut call.ticket);
         match ended {
-            Ended::TimedOut => ticket.timed_out(),
+            Ended::TimedOut => ticket.timed_out(clock),
             Ended::Rejected => ticket.end(verdict, true),
             Ended::Served => ticket.end(verdict, false),
         }

@@ -899,8 +899,10 @@ impl Clients {
         // limit within its wait and the time left before the deadline, or
         // none; a turn waited for is taken when it comes.
         let admission = match call.turn.take() {
-            Some(turn) => turn.take(policy.limits(), clock),
-            None => policy.limits().admit(call.state.deadline(), clock),
+            Some(turn) => turn.take(policy.limits(), call.state.avoid(), clock),
+            None => policy
+                .limits()
+                .admit(call.state.deadline(), call.state.avoid(), clock),
         };
         match admission {
             // No concurrency limit here: the ticket holds nothing.

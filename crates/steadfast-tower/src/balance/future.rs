@@ -6,8 +6,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
 use pin_project_lite::pin_project;
+use steadfast::Classify;
 use steadfast::clock::Clock;
-use steadfast::endpoint::{Judge, Picked};
+use steadfast::endpoint::Picked;
 
 use super::BalanceError;
 
@@ -16,23 +17,23 @@ pin_project! {
     /// own, and the pick it finishes with the outcome (dropped early, the
     /// pick only leaves the endpoint's load).
     #[must_use = "futures do nothing unless polled"]
-    pub struct BalanceFuture<F, J, C> {
+    pub struct BalanceFuture<F, K, C> {
         #[pin]
         response: Option<F>,
         picked: Option<Picked>,
         failed: Option<BalanceError>,
-        judge: Option<J>,
+        classify: Option<K>,
         clock: Option<C>,
     }
 }
 
-impl<F, J, C> BalanceFuture<F, J, C> {
-    pub(super) fn new(response: F, picked: Picked, judge: J, clock: C) -> Self {
+impl<F, K, C> BalanceFuture<F, K, C> {
+    pub(super) fn new(response: F, picked: Picked, classify: K, clock: C) -> Self {
         Self {
             response: Some(response),
             picked: Some(picked),
             failed: None,
-            judge: Some(judge),
+            classify: Some(classify),
             clock: Some(clock),
         }
     }
@@ -42,17 +43,17 @@ impl<F, J, C> BalanceFuture<F, J, C> {
             response: None,
             picked: None,
             failed: Some(error),
-            judge: None,
+            classify: None,
             clock: None,
         }
     }
 }
 
-impl<F, J, C, T, E> Future for BalanceFuture<F, J, C>
+impl<F, K, C, T, E> Future for BalanceFuture<F, K, C>
 where
     F: Future<Output = Result<T, E>>,
     E: Into<tower::BoxError>,
-    J: Judge<T, E>,
+    K: Classify<T, E>,
     C: Clock,
 {
     type Output = Result<T, BalanceError>;
@@ -65,11 +66,13 @@ where
         };
         let outcome = ready!(response.poll(cx));
         let label: Option<Arc<str>> = this.picked.as_ref().map(|p| Arc::clone(p.label()));
-        if let (Some(picked), Some(judge), Some(clock)) =
-            (this.picked.take(), this.judge.as_ref(), this.clock.as_ref())
-        {
-            let (answer, hint) = judge.judge(&outcome);
-            picked.finish(answer, hint, clock.now());
+        if let (Some(picked), Some(classify), Some(clock)) = (
+            this.picked.take(),
+            this.classify.as_ref(),
+            this.clock.as_ref(),
+        ) {
+            let verdict = classify.classify(&outcome);
+            picked.judge(classify, verdict, &outcome, clock.now());
         }
         Poll::Ready(outcome.map_err(|e| BalanceError::Service {
             endpoint: label.unwrap_or_else(|| Arc::from("")),

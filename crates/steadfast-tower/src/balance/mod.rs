@@ -12,9 +12,11 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
+use steadfast::Classify;
 use steadfast::backoff::{ConnectionBackoff, GrpcConnectionBackoff, Rng};
+use steadfast::classify::AnyError;
 use steadfast::clock::{AsyncClock, DefaultClock};
-use steadfast::endpoint::{ByResult, EndpointId, Endpoints, Judge};
+use steadfast::endpoint::{EndpointId, Endpoints};
 use tower::discover::{Change, Discover};
 use tower_service::Service;
 
@@ -49,10 +51,11 @@ struct Endpoint<K, S> {
 ///   nothing new, and the calls in flight on it finish. Calls on the
 ///   others are never disturbed.
 /// - **Outcomes**: each response future finishes its pick with what the
-///   [`Judge`] says of the outcome (the answer for outlier detection, the
-///   server's hint as a load penalty); [`ByResult`] by default (an error is
-///   a server error). An error names the endpoint
-///   ([`BalanceError::Service`]).
+///   classifier says of the outcome ([`Classify::answer`] for outlier
+///   detection, a [`Verdict::RetryAfter`](steadfast::Verdict::RetryAfter)'s
+///   wait, the server's hint, as a load penalty): the same classifier a
+///   retry layer takes. [`AnyError`] by default (an error is a server
+///   error). An error names the endpoint ([`BalanceError::Service`]).
 ///
 /// One `Balance` per set: the set's readiness flags are this service's.
 ///
@@ -76,7 +79,7 @@ struct Endpoint<K, S> {
 /// # Ok(())
 /// # }
 /// ```
-pub struct Balance<D, J = ByResult, C = DefaultClock>
+pub struct Balance<D, K = AnyError, C = DefaultClock>
 where
     D: Discover,
     C: AsyncClock,
@@ -84,7 +87,7 @@ where
     discover: D,
     discovered_all: bool,
     set: Endpoints,
-    judge: J,
+    classify: K,
     clock: C,
     endpoints: Vec<Endpoint<D::Key, D::Service>>,
     backoff: GrpcConnectionBackoff,
@@ -94,20 +97,20 @@ where
 
 impl<D: Discover> Balance<D> {
     /// Calls spread over `discover`'s endpoints, picked by `set`, on the
-    /// default clock, judged [`ByResult`].
+    /// default clock, classified by [`AnyError`].
     pub fn new(discover: D, set: Endpoints) -> Self {
         Self::with_clock(discover, set, DefaultClock::default())
     }
 }
 
-impl<D: Discover, C: AsyncClock> Balance<D, ByResult, C> {
+impl<D: Discover, C: AsyncClock> Balance<D, AnyError, C> {
     /// [`new`](Balance::new) on `clock` (round trips, backoffs).
     pub fn with_clock(discover: D, set: Endpoints, clock: C) -> Self {
         Self {
             discover,
             discovered_all: false,
             set,
-            judge: ByResult,
+            classify: AnyError,
             clock,
             endpoints: Vec::new(),
             backoff: GrpcConnectionBackoff::default(),
@@ -117,14 +120,17 @@ impl<D: Discover, C: AsyncClock> Balance<D, ByResult, C> {
     }
 }
 
-impl<D: Discover, J, C: AsyncClock> Balance<D, J, C> {
-    /// Judges outcomes with `judge` (the protocol's answer and hint).
-    pub fn judge<J2>(self, judge: J2) -> Balance<D, J2, C> {
+impl<D: Discover, K, C: AsyncClock> Balance<D, K, C> {
+    /// Judges outcomes with `classify`: its [`answer`](Classify::answer)
+    /// for outlier detection, its [`Verdict::RetryAfter`](steadfast::Verdict::RetryAfter)
+    /// as the server's hint (the protocol's classifier: steadfast-http's,
+    /// steadfast-grpc's).
+    pub fn classify<K2>(self, classify: K2) -> Balance<D, K2, C> {
         Balance {
             discover: self.discover,
             discovered_all: self.discovered_all,
             set: self.set,
-            judge,
+            classify,
             clock: self.clock,
             endpoints: self.endpoints,
             backoff: self.backoff,
@@ -147,7 +153,7 @@ impl<D: Discover, J, C: AsyncClock> Balance<D, J, C> {
     }
 }
 
-impl<D, J, C> Balance<D, J, C>
+impl<D, K, C> Balance<D, K, C>
 where
     D: Discover + Unpin,
     D::Key: fmt::Display + Eq,
@@ -194,19 +200,20 @@ where
     }
 }
 
-impl<D, J, C, Req> Service<Req> for Balance<D, J, C>
+impl<D, K, C, Req> Service<Req> for Balance<D, K, C>
 where
     D: Discover + Unpin,
     D::Key: fmt::Display + Eq,
     D::Error: Into<tower::BoxError>,
     D::Service: Service<Req>,
     <D::Service as Service<Req>>::Error: Into<tower::BoxError>,
-    J: Judge<<D::Service as Service<Req>>::Response, <D::Service as Service<Req>>::Error> + Clone,
+    K: Classify<<D::Service as Service<Req>>::Response, <D::Service as Service<Req>>::Error>
+        + Clone,
     C: AsyncClock,
 {
     type Response = <D::Service as Service<Req>>::Response;
     type Error = BalanceError;
-    type Future = BalanceFuture<<D::Service as Service<Req>>::Future, J, C>;
+    type Future = BalanceFuture<<D::Service as Service<Req>>::Future, K, C>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BalanceError>> {
         self.discover(cx)?;
@@ -283,11 +290,11 @@ where
         e.ready = false;
         self.set.set_ready(e.id, false);
         let response = e.service.call(request);
-        BalanceFuture::new(response, picked, self.judge.clone(), self.clock.clone())
+        BalanceFuture::new(response, picked, self.classify.clone(), self.clock.clone())
     }
 }
 
-impl<D, J, C> fmt::Debug for Balance<D, J, C>
+impl<D, K, C> fmt::Debug for Balance<D, K, C>
 where
     D: Discover,
     C: AsyncClock,

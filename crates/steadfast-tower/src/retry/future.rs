@@ -91,6 +91,7 @@ fn resume<S, Req, P, K, R, C, O, Sch>(
     source: R::Source,
     outcome: Result<S::Response, S::Error>,
     verdict: Verdict,
+    ticket: Ticket,
 ) -> Run<S, Req, P, K, R, C, O>
 where
     R: Replay<Req>,
@@ -102,7 +103,8 @@ where
     O: Finish<S::Response, S::Error>,
 {
     let setup = setup.map_policy(|policy| PolicyFor::Decided(CallPolicy::Shared(policy)));
-    retry(setup, Payload::Replayable(source), true, true).after_first_attempt(outcome, verdict)
+    retry(setup, Payload::Replayable(source), true, true)
+        .after_first_attempt(outcome, verdict, ticket)
 }
 
 pin_project! {
@@ -178,7 +180,8 @@ where
                 // The gate, never waiting: a call it does not admit now
                 // goes to the core, which asks it again (and waits, or
                 // refuses with its reason).
-                let Ok(ticket) = layer.policy.shared().policy().limits().admit_now() else {
+                let limits = layer.policy.shared().policy().limits();
+                let Ok(ticket) = limits.admit_now(&[], &layer.clock) else {
                     let preparing = Preparing::Done(Prepared::Replayable(source));
                     return Self {
                         path: Path::Core {
@@ -189,7 +192,9 @@ where
                 // The readied service makes the first attempt; the future
                 // keeps it for the retries, which ready it again.
                 let mut service = service;
-                let attempt = service.call(layer.replay.replay(&source, &Attempt::new(1)));
+                let mut first = Attempt::new(1);
+                first.endpoint = ticket.endpoint();
+                let attempt = service.call(layer.replay.replay(&source, &first));
                 let policy = layer.policy.shared().clone();
                 Path::Lean {
                     attempt,
@@ -263,19 +268,25 @@ where
                     };
                     let outcome = std::task::ready!(attempt.poll(cx));
                     let verdict = setup.classify.classify(&outcome);
-                    std::mem::take(ticket).finish(&setup.classify, verdict, &outcome);
-                    let outcome = match outcome {
-                        Ok(value) if verdict == Verdict::Success => {
-                            // Over: dropped in place (not moved out).
-                            *rest = None;
-                            return Poll::Ready(O::first_success(value));
+                    let ticket = std::mem::take(ticket);
+                    let (outcome, ticket) = if verdict == Verdict::Success {
+                        ticket.finish(&setup.classify, verdict, &outcome, &setup.clock);
+                        match outcome {
+                            Ok(value) => {
+                                // Over: dropped in place (not moved out).
+                                *rest = None;
+                                return Poll::Ready(O::first_success(value));
+                            }
+                            outcome => (outcome, Ticket::FREE),
                         }
-                        outcome => outcome,
+                    } else {
+                        // The core records where it went, then finishes it.
+                        (outcome, ticket)
                     };
                     let Some((setup, source)) = rest.take() else {
                         unreachable!("checked above");
                     };
-                    let run = resume(setup, source, outcome, verdict);
+                    let run = resume(setup, source, outcome, verdict, ticket);
                     path.set(Path::Core {
                         stages: Box::pin(Stages::running(run)),
                     });

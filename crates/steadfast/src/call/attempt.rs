@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::AttemptSet;
+use super::{AttemptSet, EndpointId};
 use crate::deadline::Deadline;
 
 /// What the operation knows about the attempt it is making.
@@ -31,6 +31,11 @@ pub struct Attempt {
     /// failed when none was left in flight (a pushback's hold), else zero.
     /// Zero for the first attempt.
     pub waited: Duration,
+    /// The endpoint the gate picked for this attempt, when the policy has
+    /// an [endpoint set](crate::endpoint::Endpoints)
+    /// ([`Limits::with_endpoints`](crate::policy::Limits::with_endpoints)):
+    /// send it there. `None` without a set.
+    pub endpoint: Option<EndpointId>,
 }
 
 impl Attempt {
@@ -46,6 +51,7 @@ impl Attempt {
             deadline: None,
             in_flight: AttemptSet::new(),
             waited: Duration::ZERO,
+            endpoint: None,
         }
     }
 

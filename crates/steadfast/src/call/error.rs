@@ -4,7 +4,7 @@ use std::error::Error;
 use std::fmt;
 use std::time::Duration;
 
-use super::{HedgeStats, LimitRefused, Refused, StopReason};
+use super::{EndpointId, HedgeStats, LimitRefused, Refused, StopReason, Tried};
 
 /// Why and how a call failed: the stop reason, the attempts made, the time
 /// spent, the operation's name, and the last error as `source()`. One type
@@ -66,6 +66,8 @@ struct Details<E> {
     timed_out: bool,
     /// The copies of a hedged call.
     hedge: Option<HedgeStats>,
+    /// The endpoints the attempts went to (under an endpoint set).
+    tried: Tried,
 }
 
 impl<E> RetryError<E> {
@@ -85,6 +87,7 @@ impl<E> RetryError<E> {
             refused: None,
             timed_out: false,
             hedge: None,
+            tried: Tried::default(),
         })))
     }
 
@@ -120,6 +123,7 @@ impl<E> RetryError<E> {
             }),
             timed_out: false,
             hedge: Some(stats),
+            tried: Tried::default(),
         })))
     }
 
@@ -189,6 +193,7 @@ impl<E> RetryError<E> {
                 refused: self.refusal(),
                 timed_out: false,
                 hedge: None,
+                tried: Tried::default(),
             }));
         }
         match &mut self.0 {
@@ -318,6 +323,38 @@ impl<E> RetryError<E> {
     #[must_use]
     pub fn limit_refused(&self) -> Option<LimitRefused> {
         self.refusal()?.limit_refused()
+    }
+
+    /// Records where the call's attempts went (a call under an endpoint
+    /// set); nothing for a call that tried none.
+    #[must_use]
+    pub(crate) fn with_tried(mut self, tried: &Tried) -> Self {
+        if !tried.is_empty() {
+            self.details_mut().tried = tried.clone();
+        }
+        self
+    }
+
+    /// The endpoints the call's attempts went to, oldest first (the last
+    /// eight), under a policy with an [endpoint set](crate::endpoint::Endpoints);
+    /// empty otherwise. A retry goes elsewhere than these while another
+    /// endpoint is eligible.
+    pub fn endpoints(&self) -> impl Iterator<Item = EndpointId> + '_ {
+        let tried = match &self.0 {
+            Repr::Full(d) => Some(d.tried.ids()),
+            Repr::Refused { .. } | Repr::Limited { .. } => None,
+        };
+        tried.into_iter().flatten()
+    }
+
+    /// The label of the endpoint the last attempt went to (its address, its
+    /// URL), under an endpoint set.
+    #[must_use]
+    pub fn last_endpoint(&self) -> Option<&str> {
+        match &self.0 {
+            Repr::Full(d) => d.tried.last().map(|l| &**l),
+            Repr::Refused { .. } | Repr::Limited { .. } => None,
+        }
     }
 
     /// Records that the last attempt ran out of time rather than failing.
@@ -488,6 +525,9 @@ impl<E: fmt::Display> fmt::Display for RetryError<E> {
         }
         if let (StopReason::Throttled, Some(d)) = (self.reason(), self.retry_after()) {
             write!(f, ", for {} more", Secs(d))?;
+        }
+        if let Some(endpoint) = self.last_endpoint() {
+            write!(f, "; last attempt to {endpoint}")?;
         }
         f.write_str(")")?;
         if self.timed_out() {

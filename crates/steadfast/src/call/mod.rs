@@ -15,7 +15,9 @@
 //! - [`Report`]: the result together with how the call ended ([`Ending`]), and
 //!   [`Finish`] with its two forms [`Plain`] (the result alone, the default)
 //!   and [`Reported`] (the whole report);
-//! - [`Lend`]: how an executor holds its policy (by value, `&`, `Arc`).
+//! - [`Lend`]: how an executor holds its policy (by value, `&`, `Arc`);
+//! - [`EndpointId`] and [`Answer`]: the endpoint an attempt went to, and
+//!   what its outcome says of that endpoint.
 //!
 //! A program names the first few (the crate root re-exports [`Attempt`],
 //! [`Verdict`], [`StopReason`], [`RetryError`] and [`Report`]); the others
@@ -31,6 +33,7 @@
 
 mod attempt;
 mod attempt_set;
+mod endpoint;
 mod error;
 mod lend;
 mod operation;
@@ -42,13 +45,15 @@ mod verdict;
 
 pub use attempt::Attempt;
 pub use attempt_set::{AttemptSet, AttemptSetIter, MAX_HEDGE_ATTEMPTS};
+pub use endpoint::{Answer, EndpointId};
 pub use error::RetryError;
 pub use lend::Lend;
 pub use operation::{Operation, TryOperation};
-pub use refused::{DEFAULT_LIMIT_NAME, LimitRefused, RateRefused, Refused};
+pub use refused::{DEFAULT_LIMIT_NAME, LimitRefused, NO_ENDPOINT, RateRefused, Refused};
 pub use report::{Ending, Finish, Plain, Report, Reported};
 pub use stats::HedgeStats;
 pub use stop::StopReason;
 pub use verdict::Verdict;
 
+pub(crate) use endpoint::Tried;
 pub(crate) use report::{Ended, ended_early};

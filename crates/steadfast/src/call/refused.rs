@@ -8,6 +8,9 @@ use std::time::Duration;
 
 use super::StopReason;
 
+/// What [`Refused::by`] names for an endpoint set with no endpoint ready.
+pub const NO_ENDPOINT: &str = "endpoint set";
+
 /// The name of a concurrency limit that was not given one.
 pub const DEFAULT_LIMIT_NAME: &str = "concurrency limit";
 
@@ -123,6 +126,8 @@ impl std::error::Error for RateRefused {}
 /// assert_eq!(full.limit_refused().map(|l| l.limit), Some(4));
 /// let open = Refused::Control { by: "circuit breaker", retry_after: Some(Duration::from_secs(5)) };
 /// assert_eq!(open.to_string(), "refused by circuit breaker, for 5.0s more");
+/// let none = Refused::NoEndpoint { endpoints: 3 };
+/// assert_eq!((none.to_string(), none.reason(false)), ("no endpoint ready (of 3)".to_owned(), StopReason::NoEndpoint));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -140,6 +145,12 @@ pub enum Refused {
     Rate(RateRefused),
     /// The concurrency limit had no slot for the attempt within its wait.
     Limit(LimitRefused),
+    /// The policy's [endpoint set](crate::endpoint::Endpoints) had no
+    /// endpoint ready for the attempt (none at all, or none connected).
+    NoEndpoint {
+        /// How many endpoints the set had, none of them ready.
+        endpoints: u32,
+    },
 }
 
 impl Refused {
@@ -150,6 +161,7 @@ impl Refused {
             Self::Control { by, .. } => by,
             Self::Rate(r) => r.by,
             Self::Limit(l) => l.by,
+            Self::NoEndpoint { .. } => NO_ENDPOINT,
         }
     }
 
@@ -161,7 +173,7 @@ impl Refused {
         match self {
             Self::Control { by, .. } => Some(by),
             Self::Rate(r) => Some(r.by),
-            Self::Limit(_) => None,
+            Self::Limit(_) | Self::NoEndpoint { .. } => None,
         }
     }
 
@@ -170,7 +182,7 @@ impl Refused {
     pub const fn limit_refused(&self) -> Option<LimitRefused> {
         match self {
             Self::Limit(l) => Some(*l),
-            Self::Control { .. } | Self::Rate(_) => None,
+            Self::Control { .. } | Self::Rate(_) | Self::NoEndpoint { .. } => None,
         }
     }
 
@@ -182,7 +194,7 @@ impl Refused {
         match self {
             Self::Control { retry_after, .. } => *retry_after,
             Self::Rate(r) => r.retry_after,
-            Self::Limit(_) => None,
+            Self::Limit(_) | Self::NoEndpoint { .. } => None,
         }
     }
 
@@ -190,10 +202,12 @@ impl Refused {
     /// call's deadline had passed by then: a control's or a rate limit's
     /// refusal is [`StopReason::Throttled`]; a concurrency limit's is
     /// [`StopReason::LimitReached`], or [`StopReason::Deadline`] when the
-    /// wait in its queue ran into the deadline.
+    /// wait in its queue ran into the deadline; an endpoint set with none
+    /// ready is [`StopReason::NoEndpoint`].
     #[must_use]
     pub const fn reason(&self, expired: bool) -> StopReason {
         match self {
+            Self::NoEndpoint { .. } => StopReason::NoEndpoint,
             Self::Control { .. } | Self::Rate(_) => StopReason::Throttled,
             Self::Limit(_) if expired => StopReason::Deadline,
             Self::Limit(_) => StopReason::LimitReached,
@@ -226,6 +240,9 @@ impl fmt::Display for Refused {
             } => write!(f, "refused by {by}, for {} more", super::error::Secs(*d)),
             Self::Rate(r) => r.fmt(f),
             Self::Limit(l) => l.fmt(f),
+            Self::NoEndpoint { endpoints } => {
+                write!(f, "no endpoint ready (of {endpoints})")
+            }
         }
     }
 }

@@ -30,6 +30,10 @@ pub enum StopReason {
     /// or within its queue's wait: [`RetryError::limit_refused`](crate::RetryError::limit_refused)
     /// says which limit and how full it was.
     LimitReached,
+    /// The policy's [endpoint set](crate::endpoint::Endpoints) had no
+    /// endpoint ready for the next attempt (none connected, or none at
+    /// all).
+    NoEndpoint,
 }
 
 impl StopReason {
@@ -48,6 +52,7 @@ impl StopReason {
             Self::Throttled => "retry refused",
             Self::NotReplayable => "request not replayable",
             Self::LimitReached => "concurrency limit reached",
+            Self::NoEndpoint => "no endpoint ready",
             Self::NoTimer => {
                 "no timer: the clock cannot sleep outside its runtime (TokioClock needs a tokio runtime; elsewhere enable steadfast's `futures-timer` or `async-io` feature and pass `.clock(FuturesTimerClock)` or `.clock(AsyncIoClock)`)"
             }

@@ -5,25 +5,8 @@
 use std::time::Instant;
 
 use super::outlier::{Model, OutlierDetection};
+use crate::call::Answer;
 use crate::rng::Rng;
-
-/// What an attempt's outcome says about the endpoint that answered, for
-/// outlier detection. The integration's classifier says which it is; the
-/// model says which count as failures ([`Detector::is_failure`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Answer {
-    /// The call succeeded (HTTP 2xx/3xx, gRPC `OK`).
-    Ok,
-    /// The endpoint failed the call: a 5xx other than a gateway error, a
-    /// gRPC error status, a reset after the request was sent.
-    ServerError,
-    /// A gateway error: HTTP 502, 503 or 504, or no connection at all
-    /// (Envoy's gateway errors; also server errors).
-    GatewayError,
-    /// Not OK for a reason of the request's own: a 4xx, 429 included. A50
-    /// counts it as a failure, Envoy does not.
-    ClientError,
-}
 
 /// Which rule detected an outlier (A91's `detection_method`, and Envoy's
 /// two consecutive rules).

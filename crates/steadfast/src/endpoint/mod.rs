@@ -12,11 +12,18 @@
 //!   of the picking (ejected) and when it returns, by gRFC A50's rules (the
 //!   default) or Envoy's ([`OutlierDetection::envoy`]); [`Answer`] says
 //!   what an attempt's outcome counts as;
-//! - [`Judge`]: what an outcome says of its endpoint (an integration's
-//!   protocol knowledge; [`ByResult`] for `Ok` and `Err` alone);
 //! - [`Endpoints`]: the set a call picks from, shared by every clone, made
 //!   of the parts above; a pick is a [`Picked`], finished with the
-//!   attempt's [`Answer`] and the server's hint.
+//!   attempt's [`Answer`] and the server's hint, both of which the
+//!   classifier says ([`Classify::answer`](crate::Classify::answer),
+//!   [`Verdict::RetryAfter`](crate::Verdict::RetryAfter): [`Picked::judge`]).
+//!
+//! A policy given a set ([`Limits::with_endpoints`](crate::policy::Limits::with_endpoints))
+//! picks an endpoint for every attempt in its gate, after the rate and
+//! concurrency limits; the attempt knows it ([`Attempt::endpoint`](crate::Attempt::endpoint)),
+//! a retry goes elsewhere than where the call already went while another
+//! endpoint is eligible, and the attempt's outcome reaches the endpoint
+//! through its ticket.
 //!
 //! ```
 //! use std::time::Instant;
@@ -34,20 +41,19 @@
 //! ```
 
 mod detector;
-mod judge;
 mod load;
 mod outlier;
 mod pick;
 mod set;
 
-pub use detector::{Answer, Detector, Event, Host, Method, Unenforced};
-pub use judge::{ByResult, Judge};
+pub use crate::call::{Answer, EndpointId};
+pub use detector::{Detector, Event, Host, Method, Unenforced};
 pub use load::{DEFAULT_DECAY, DEFAULT_RTT, MAX_PENALTY, MIN_PENALTY, PeakEwma};
 pub use outlier::{
     Consecutive, FailurePercentage, Model, OutlierDetection, OutlierDetectionBuilder, SuccessRate,
 };
 pub use pick::{Candidates, power_of_two};
-pub use set::{EndpointId, EndpointState, Endpoints, EndpointsBuilder, Picked};
+pub use set::{EndpointState, Endpoints, EndpointsBuilder, Picked};
 
 #[cfg(all(test, not(loom)))]
 mod tests;

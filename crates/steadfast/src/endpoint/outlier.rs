@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use super::detector::Answer;
+use crate::call::Answer;
 use crate::config_error::ConfigError;
 
 /// Success-rate ejection: an endpoint whose success rate is below

@@ -4,28 +4,17 @@
 //! timer: a set nobody calls does nothing).
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock, Weak};
 use std::time::{Duration, Instant};
 
-use super::detector::{Answer, Detector, Event, Host, Method};
+use super::detector::{Detector, Event, Host, Method};
 use super::load::{DEFAULT_DECAY, DEFAULT_RTT, PeakEwma};
 use super::outlier::OutlierDetection;
 use super::pick::{Candidates, power_of_two};
+use crate::call::{Answer, EndpointId, Verdict};
+use crate::classify::Classify;
 use crate::config_error::ConfigError;
 use crate::rng::Rng;
-
-/// An endpoint's identity in its set: given by [`Endpoints::insert`],
-/// never reused by that set.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct EndpointId(u64);
-
-impl EndpointId {
-    /// The number behind it.
-    #[must_use]
-    pub fn get(self) -> u64 {
-        self.0
-    }
-}
 
 /// One endpoint as [`Endpoints::snapshot`] shows it.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,6 +38,11 @@ pub struct EndpointState {
 struct Entry {
     id: EndpointId,
     label: Arc<str>,
+    /// The set it belongs to, for a finished pick to report to (weak: the
+    /// set holds its entries).
+    shared: Weak<Shared>,
+    /// The set's origin: a pick's start is kept as nanoseconds after it.
+    origin: Instant,
     ready: AtomicBool,
     ejected: AtomicBool,
     in_flight: AtomicU64,
@@ -256,10 +250,13 @@ impl Endpoints {
     /// Adds an endpoint labelled `label` at `now`, ready. Calls in flight
     /// on the others are not disturbed.
     pub fn insert(&self, label: impl Into<Arc<str>>, now: Instant) -> EndpointId {
-        let id = EndpointId(self.shared.next_id.fetch_add(1, Ordering::Relaxed));
+        let id = EndpointId::new(self.shared.next_id.fetch_add(1, Ordering::Relaxed));
+        let origin = *self.shared.origin.get_or_init(|| now);
         let entry = Arc::new(Entry {
             id,
             label: label.into(),
+            shared: Arc::downgrade(&self.shared),
+            origin,
             ready: AtomicBool::new(true),
             ejected: AtomicBool::new(false),
             in_flight: AtomicU64::new(0),
@@ -274,7 +271,6 @@ impl Endpoints {
         });
         if let Some(sweeps) = &self.shared.sweeps {
             let mut s = sweeps.lock().unwrap_or_else(PoisonError::into_inner);
-            let origin = *self.shared.origin.get_or_init(|| now);
             if self.shared.due.load(Ordering::Relaxed) == u64::MAX {
                 let first = now.saturating_duration_since(origin) + s.detector.config().interval();
                 self.shared.due.store(nanos(first), Ordering::Relaxed);
@@ -382,12 +378,8 @@ impl Endpoints {
         }?;
         let entry = Arc::clone(&list[i]);
         entry.in_flight.fetch_add(1, Ordering::Relaxed);
-        Some(Picked {
-            entry,
-            shared: Arc::clone(&self.shared),
-            started: now,
-            done: false,
-        })
+        let started = nanos(now.saturating_duration_since(entry.origin)).min(DONE - 1);
+        Some(Picked { entry, started })
     }
 
     /// Every endpoint's state at `now`, for a dashboard or a test (reads
@@ -626,10 +618,14 @@ impl<U: Fn(&Entry) -> bool> Candidates for View<'_, U> {
 #[must_use = "a pick holds its place in the endpoint's load until finished or dropped"]
 pub struct Picked {
     entry: Arc<Entry>,
-    shared: Arc<Shared>,
-    started: Instant,
-    done: bool,
+    /// When the call started on it, in nanoseconds after the set's
+    /// origin ([`DONE`] once finished): two words, so that a ticket holding
+    /// it stays small.
+    started: u64,
 }
+
+/// A finished pick's `started`.
+const DONE: u64 = u64::MAX;
 
 impl std::fmt::Debug for Picked {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -660,7 +656,7 @@ impl Picked {
     /// while it asked for room. The outcome counts for outlier detection as
     /// its model says, and a sweep runs if one is due.
     pub fn finish(mut self, answer: Answer, hint: Option<Duration>, now: Instant) {
-        self.done = true;
+        let started = std::mem::replace(&mut self.started, DONE);
         let entry = &self.entry;
         entry.in_flight.fetch_sub(1, Ordering::Relaxed);
         // A server error or a hint is a penalty; anything else (a success,
@@ -672,17 +668,57 @@ impl Picked {
             if penalty {
                 rtt.penalize(hint, now);
             } else {
-                rtt.observe(now.saturating_duration_since(self.started), now);
+                let started = entry.origin + Duration::from_nanos(started);
+                rtt.observe(now.saturating_duration_since(started), now);
             }
         }
-        self.shared.record(entry, answer, now);
-        self.shared.sweep_if_due(now);
+        // A set dropped meanwhile has no one left to tell.
+        if let Some(shared) = entry.shared.upgrade() {
+            shared.record(entry, answer, now);
+            shared.sweep_if_due(now);
+        }
+    }
+
+    /// The attempt on it ended at `now` with `outcome`, which `classify`
+    /// judged `verdict`: [finishes](Self::finish) it with the classifier's
+    /// [`answer`](Classify::answer) and, as the server's hint, the wait a
+    /// [`Verdict::RetryAfter`] carries. The one rule by which an
+    /// executor's outcome reaches its endpoint.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use steadfast::Verdict;
+    /// use steadfast::classify::AnyError;
+    /// use steadfast::endpoint::Endpoints;
+    /// let set = Endpoints::builder().seed(1).build()?;
+    /// let now = Instant::now();
+    /// set.insert("a", now);
+    /// let picked = set.pick(now).expect("ready");
+    /// let outcome: Result<(), &str> = Err("503");
+    /// picked.judge(&AnyError, Verdict::RetryAfter(Duration::from_secs(20)), &outcome, now);
+    /// // The hint is a penalty: its round trip is now the 20 s asked for.
+    /// assert_eq!(set.snapshot(now)[0].rtt, Duration::from_secs(20));
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn judge<K: Classify<T, E>, T, E>(
+        self,
+        classify: &K,
+        verdict: Verdict,
+        outcome: &Result<T, E>,
+        now: Instant,
+    ) {
+        let hint = match verdict {
+            Verdict::RetryAfter(hint) => Some(hint),
+            _ => None,
+        };
+        self.finish(classify.answer(outcome, verdict), hint, now);
     }
 }
 
 impl Drop for Picked {
     fn drop(&mut self) {
-        if !self.done {
+        if self.started != DONE {
             self.entry.in_flight.fetch_sub(1, Ordering::Relaxed);
         }
     }

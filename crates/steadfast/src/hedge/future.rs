@@ -171,7 +171,7 @@ where
             }
             if let Some((number, ticket, out)) = outcome {
                 let verdict = this.classify.classify(&out);
-                ticket.finish(&*this.classify, verdict, &out);
+                ticket.finish(&*this.classify, verdict, &out, &*this.clock);
                 match this
                     .policy
                     .policy()
@@ -195,17 +195,20 @@ where
             let mut sent_any = false;
             let wake = loop {
                 match this.policy.policy().send_due_at(state, now) {
-                    HedgeAction::Send(attempt) => {
+                    HedgeAction::Send(mut attempt) => {
                         // The gate, never waiting: a copy it does not
-                        // admit now is taken back, never sent.
+                        // admit now is taken back, never sent. Under an
+                        // endpoint set, it goes elsewhere than the others.
                         let policy = this.policy.policy();
-                        let ticket = match policy.limits().admit_now() {
+                        let ticket = match policy.limits().admit_now(state.avoid(), &*this.clock) {
                             Ok(ticket) => ticket,
                             Err(refused) => {
                                 policy.withdraw(state, attempt.number, refused);
                                 continue;
                             }
                         };
+                        attempt.endpoint = ticket.endpoint();
+                        state.went_to(&ticket);
                         sent_any = true;
                         // Each copy runs with the call's deadline as its ambient one.
                         // It is made with that deadline ambient too, as the
@@ -335,6 +338,9 @@ where
                 );
                 let error = last.and_then(Result::err);
                 let mut err = RetryError::hedged(reason, error, stats);
+                if let Some(state) = self.state.as_ref() {
+                    err = err.with_tried(state.tried());
+                }
                 if let Some(refused) = self.state.as_ref().and_then(HedgeState::refusal) {
                     err = err.with_refusal(refused);
                 }

@@ -3,9 +3,10 @@
 
 use std::time::{Duration, Instant};
 
+use super::gate::Ticket;
 use super::{Decision, RetryPolicy};
 use crate::backoff::{Schedule, ScheduleState};
-use crate::call::{Ending, StopReason, Verdict};
+use crate::call::{Ending, EndpointId, StopReason, Tried, Verdict};
 use crate::clock::Clock;
 use crate::control::{Grant, Refusal};
 use crate::deadline::Deadline;
@@ -37,6 +38,8 @@ pub struct CallState {
     /// The last wait decided (after every cap): the one before the next
     /// attempt.
     last_wait: Duration,
+    /// The endpoints the call's attempts went to (under an endpoint set).
+    tried: Tried,
 }
 
 impl CallState {
@@ -65,6 +68,34 @@ impl CallState {
     pub fn elapsed(&self, now: Instant) -> Duration {
         self.started
             .map_or(Duration::ZERO, |s| now.saturating_duration_since(s))
+    }
+
+    /// The endpoints the call's attempts went to, oldest first (the last
+    /// eight), under a policy with an [endpoint set](crate::endpoint::Endpoints);
+    /// empty without one.
+    pub fn endpoints(&self) -> impl Iterator<Item = EndpointId> + '_ {
+        self.tried.ids()
+    }
+
+    /// The endpoints the next attempt's pick avoids: those tried.
+    #[must_use]
+    pub fn avoid(&self) -> &[EndpointId] {
+        self.tried.avoid()
+    }
+
+    /// Records where the attempt holding `ticket` went (its endpoint, if
+    /// the gate picked one): the next pick avoids it, the call's error
+    /// names it. Executors call it for every attempt, before finishing its
+    /// ticket.
+    pub fn went_to(&mut self, ticket: &Ticket) {
+        if let Some((id, label)) = ticket.picked() {
+            self.tried.push(id, label);
+        }
+    }
+
+    /// Where the call's attempts went, for its error.
+    pub(crate) fn tried(&self) -> &Tried {
+        &self.tried
     }
 
     /// The control that refused the call's last retry, if one did.
@@ -190,6 +221,7 @@ impl<S: Schedule> RetryPolicy<S> {
             backoff: None,
             waited: Duration::ZERO,
             last_wait: Duration::ZERO,
+            tried: Tried::default(),
         }
     }
 

@@ -24,7 +24,15 @@
 //!    turn holds no slot others could use;
 //! 2. **the concurrency limit**: a slot now, a place in its queue
 //!    ([`Admission::Queue`], only for an attempt that may wait, under a
-//!    limit with a queue), or a refusal.
+//!    limit with a queue), or a refusal;
+//! 3. **the endpoint**, under an [endpoint set](crate::endpoint::Endpoints):
+//!    the power of two choices among the eligible endpoints, those the call
+//!    has not tried first (`avoid`), or, with none ready, a refusal
+//!    ([`Refused::NoEndpoint`]). It comes last, right before the attempt
+//!    is sent, so that an attempt waiting for a turn or a slot weighs on no
+//!    endpoint's load. The ticket holds the pick
+//!    ([`Ticket::endpoint`]) and, when finished, tells the endpoint what the
+//!    attempt showed (its load, its health).
 //!
 //! The gate has two modes: [`Limits::admit`] for a first attempt or a
 //! retry, which may wait (never past the call's deadline), and
@@ -43,25 +51,28 @@
 //!
 //! let limits = Limits::default().with_concurrency_limit(ConcurrencyLimit::fixed(1).build()?);
 //! let clock = VirtualClock::manual();
-//! let Admission::Admitted(ticket) = limits.admit(None, &clock) else { unreachable!() };
+//! let Admission::Admitted(ticket) = limits.admit(None, &[], &clock) else { unreachable!() };
 //! // The one slot is held: a hedged copy, which never waits, is refused.
-//! let refused = limits.admit_now().unwrap_err();
+//! let refused = limits.admit_now(&[], &clock).unwrap_err();
 //! assert_eq!(refused.by(), "concurrency limit");
 //! // The attempt ends; its ticket gives the slot back, telling the limit what it showed.
 //! let outcome: Result<(), &str> = Ok(());
-//! ticket.finish(&AnyError, Verdict::Success, &outcome);
-//! assert!(limits.admit_now().is_ok());
+//! ticket.finish(&AnyError, Verdict::Success, &outcome, &clock);
+//! assert!(limits.admit_now(&[], &clock).is_ok());
 //! # Ok::<(), steadfast::ConfigError>(())
 //! ```
 
 use std::fmt;
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use super::limits::Limits;
-use crate::call::{LimitRefused, RateRefused, Refused, Verdict};
+use crate::call::{Answer, EndpointId, LimitRefused, RateRefused, Refused, Verdict};
 use crate::classify::Classify;
 use crate::clock::Clock;
 use crate::deadline::Deadline;
+use crate::endpoint::Picked;
 use crate::limit::{Acquire, ConcurrencyLimit, Permit, Signal};
 use crate::rate::{RateLimit, Reservation};
 
@@ -85,29 +96,40 @@ pub enum Admission {
 
 impl Limits {
     /// The gate, for an attempt that may wait (a first attempt or a
-    /// retry): asks the rate limit, then the concurrency limit (see [the
-    /// module](self)), and says whether the attempt may go now, how it may
+    /// retry): asks the rate limit, then the concurrency limit, then picks
+    /// the endpoint, among those not in `avoid` while one of them is
+    /// eligible (see [the module](self)), and says whether the attempt may go now, how it may
     /// wait (for the rate limit's turn up to its
     /// [`rate_limit_max_wait`](Self::rate_limit_max_wait), in the
     /// concurrency limit's queue up to its
     /// [`max_queue_wait`](ConcurrencyLimit::max_queue_wait); neither past
     /// `deadline`), or who refused it.
     ///
-    /// Costs two `Option` checks for limits with neither (inline: the
-    /// executor sees a free ticket and keeps nothing of the rest); reads
-    /// `clock` only when a wait is possible and there is a deadline to
-    /// bound it by.
+    /// Costs three `Option` checks for limits with none of the three
+    /// (inline: the executor sees a free ticket and keeps nothing of the
+    /// rest); reads `clock` only when a wait is possible and there is a
+    /// deadline to bound it by, and to pick an endpoint.
     #[inline(always)]
-    pub fn admit<C: Clock>(&self, deadline: Option<Deadline>, clock: &C) -> Admission {
+    pub fn admit<C: Clock>(
+        &self,
+        deadline: Option<Deadline>,
+        avoid: &[EndpointId],
+        clock: &C,
+    ) -> Admission {
         if self.admits_all() {
             return Admission::Admitted(Ticket::FREE);
         }
-        self.admit_limited(deadline, clock)
+        self.admit_limited(deadline, avoid, clock)
     }
 
-    /// [`admit`](Self::admit) under a rate or concurrency limit, out of line.
+    /// [`admit`](Self::admit) under a limit or an endpoint set, out of line.
     #[inline(never)]
-    fn admit_limited<C: Clock>(&self, deadline: Option<Deadline>, clock: &C) -> Admission {
+    fn admit_limited<C: Clock>(
+        &self,
+        deadline: Option<Deadline>,
+        avoid: &[EndpointId],
+        clock: &C,
+    ) -> Admission {
         if let Some(rate) = self.rate_limit() {
             let max_wait = self.rate_limit_max_wait();
             if max_wait.is_zero() {
@@ -127,47 +149,104 @@ impl Limits {
                 }
             }
         }
-        self.admit_slot(deadline, clock)
+        self.admit_slot(deadline, avoid, clock)
     }
 
     /// The gate, for an attempt that never waits (a hedged copy): the
-    /// rate limit, then the concurrency limit, each now or never.
+    /// rate limit, then the concurrency limit, each now or never, then the
+    /// endpoint, among those not in `avoid` (the copies' in flight) while
+    /// one of them is eligible.
     ///
     /// # Errors
     /// The step that had no room now, as one [`Refused`].
     #[inline(always)]
-    pub fn admit_now(&self) -> Result<Ticket, Refused> {
+    pub fn admit_now<C: Clock>(&self, avoid: &[EndpointId], clock: &C) -> Result<Ticket, Refused> {
         if self.admits_all() {
             return Ok(Ticket::FREE);
         }
-        self.admit_now_limited()
+        self.admit_now_limited(avoid, clock)
     }
 
-    /// [`admit_now`](Self::admit_now) under a rate or concurrency limit,
+    /// [`admit_now`](Self::admit_now) under a limit or an endpoint set,
     /// out of line.
     #[inline(never)]
-    fn admit_now_limited(&self) -> Result<Ticket, Refused> {
+    fn admit_now_limited<C: Clock>(
+        &self,
+        avoid: &[EndpointId],
+        clock: &C,
+    ) -> Result<Ticket, Refused> {
         if let Some(rate) = self.rate_limit() {
             rate.check().map_err(Refused::Rate)?;
         }
-        match self.concurrency_limit() {
-            None => Ok(Ticket::FREE),
-            Some(limit) => limit
-                .try_acquire()
-                .map(Ticket::from)
-                .map_err(Refused::Limit),
+        let permit = match self.concurrency_limit() {
+            None => None,
+            Some(limit) => Some(limit.try_acquire().map_err(Refused::Limit)?),
+        };
+        self.seat(permit, avoid, clock)
+    }
+
+    /// Step 2 alone: the concurrency limit's slot (then step 3).
+    #[inline]
+    fn admit_slot<C: Clock>(
+        &self,
+        deadline: Option<Deadline>,
+        avoid: &[EndpointId],
+        clock: &C,
+    ) -> Admission {
+        let permit = match self.concurrency_limit() {
+            None => None,
+            Some(limit) => match limit.try_take() {
+                Some(permit) => Some(permit),
+                None => return full(limit, deadline, clock),
+            },
+        };
+        match self.seat(permit, avoid, clock) {
+            Ok(ticket) => Admission::Admitted(ticket),
+            Err(refused) => Admission::Refused(refused),
         }
     }
 
-    /// Step 2 alone: the concurrency limit's slot.
+    /// The ticket of a slot a limit's queue handed over (steps 2 and 3 of
+    /// an attempt that waited in the queue), or the refusal of a wait that
+    /// got none, or of an endpoint set with none ready.
+    ///
+    /// # Errors
+    /// The refusal, as one [`Refused`].
     #[inline]
-    fn admit_slot<C: Clock>(&self, deadline: Option<Deadline>, clock: &C) -> Admission {
-        let Some(limit) = self.concurrency_limit() else {
-            return Admission::Admitted(Ticket::FREE);
+    pub fn admitted<C: Clock>(
+        &self,
+        slot: Result<Permit, LimitRefused>,
+        avoid: &[EndpointId],
+        clock: &C,
+    ) -> Result<Ticket, Refused> {
+        let permit = slot.map_err(Refused::Limit)?;
+        self.seat(Some(permit), avoid, clock)
+    }
+
+    /// Step 3: the endpoint, if the limits have a set; the ticket holds it
+    /// and `permit`. With none ready, the refusal (and `permit` goes back
+    /// unused).
+    #[inline]
+    fn seat<C: Clock>(
+        &self,
+        permit: Option<Permit>,
+        avoid: &[EndpointId],
+        clock: &C,
+    ) -> Result<Ticket, Refused> {
+        let Some(set) = self.endpoints() else {
+            return Ok(Ticket {
+                permit,
+                picked: None,
+            });
         };
-        match limit.try_take() {
-            Some(permit) => Admission::Admitted(Ticket::from(permit)),
-            None => full(limit, deadline, clock),
+        match set.pick_avoiding(clock.now(), avoid) {
+            Some(picked) => Ok(Ticket {
+                permit,
+                picked: Some(picked),
+            }),
+            None => Err(Refused::NoEndpoint {
+                endpoints: u32::try_from(set.len()).unwrap_or(u32::MAX),
+            }),
         }
     }
 }
@@ -214,11 +293,11 @@ impl Turn {
 
     /// The wait is over: the rate limit's share stays taken, and the gate
     /// goes on to the concurrency limit (step 2), its queue bounded by the
-    /// same deadline.
+    /// same deadline, and to the endpoint (step 3), avoiding `avoid`.
     #[inline]
-    pub fn take<C: Clock>(self, limits: &Limits, clock: &C) -> Admission {
+    pub fn take<C: Clock>(self, limits: &Limits, avoid: &[EndpointId], clock: &C) -> Admission {
         self.reservation.admit();
-        limits.admit_slot(self.deadline, clock)
+        limits.admit_slot(self.deadline, avoid, clock)
     }
 
     /// The turn cannot be waited for after all (the executor has no timer
@@ -251,18 +330,19 @@ impl Queue {
     }
 
     /// Joins the queue: a future of the slot, which the caller bounds by
-    /// [`bound`](Self::bound) on its clock, then [gives up](Acquire::give_up)
-    /// (the refusal goes through [`Ticket::admitted`]).
+    /// [`bound`](Self::bound) on its clock, then [gives up](Acquire::give_up);
+    /// the slot or the refusal goes through [`Limits::admitted`].
     pub fn enter(self) -> Acquire {
         self.limit.acquire()
     }
 
-    /// Waits on this thread for a slot, up to [`bound`](Self::bound).
+    /// Waits on this thread for a slot, up to [`bound`](Self::bound); the
+    /// slot or the refusal goes through [`Limits::admitted`].
     ///
     /// # Errors
     /// The limit's refusal when no slot came in time.
-    pub fn wait_blocking(self) -> Result<Ticket, Refused> {
-        Ticket::admitted(self.limit.acquire_blocking(self.bound))
+    pub fn wait_blocking(self) -> Result<Permit, LimitRefused> {
+        self.limit.acquire_blocking(self.bound)
     }
 
     /// The queue cannot be waited in after all (the executor has no timer
@@ -273,53 +353,60 @@ impl Queue {
 }
 
 /// What an admitted attempt holds while in flight: its slot of the
-/// concurrency limit, if the policy has one.
+/// concurrency limit and its endpoint, if the policy has a limit and a
+/// set.
 ///
 /// [Finish](Self::finish) it with the attempt's verdict; dropped unfinished
 /// (the attempt was cancelled, its future dropped, its code panicked) it
-/// gives back what it holds saying nothing of the dependency. Either way
-/// everything goes back exactly once. A ticket of limits with no
-/// concurrency limit holds nothing and costs nothing.
+/// gives back what it holds saying nothing of the dependency or the
+/// endpoint. Either way everything goes back exactly once. A ticket of
+/// limits with neither holds nothing and costs nothing.
 #[must_use = "a ticket holds its slot until it is finished or dropped"]
 #[derive(Default)]
 pub struct Ticket {
     permit: Option<Permit>,
+    picked: Option<Picked>,
 }
 
 impl Ticket {
     /// A ticket that holds nothing.
-    pub const FREE: Self = Self { permit: None };
-
-    /// The ticket of a slot a limit's queue handed over, or the refusal
-    /// of a wait that got none.
-    ///
-    /// # Errors
-    /// The refusal, as one [`Refused`].
-    #[inline]
-    pub fn admitted(slot: Result<Permit, LimitRefused>) -> Result<Self, Refused> {
-        slot.map(Self::from).map_err(Refused::Limit)
-    }
+    pub const FREE: Self = Self {
+        permit: None,
+        picked: None,
+    };
 
     /// The attempt is over, its outcome judged `verdict` by `classify`:
-    /// [`end`](Self::end)s the ticket, asking [`Classify::overloaded`] only
-    /// for a failure that holds a slot.
+    /// gives the slot back as [`end`](Self::end) does, asking
+    /// [`Classify::overloaded`] only for a failure that holds a slot, and
+    /// tells the endpoint what the outcome says of it
+    /// ([`Picked::judge`]: the classifier's [`answer`](Classify::answer),
+    /// a [`Verdict::RetryAfter`]'s wait as the server's hint), reading
+    /// `clock` only then.
     #[inline]
-    pub fn finish<K: Classify<T, E>, T, E>(
+    pub fn finish<K: Classify<T, E>, T, E, C: Clock>(
         self,
         classify: &K,
         verdict: Verdict,
         outcome: &Result<T, E>,
+        clock: &C,
     ) {
-        if self.permit.is_some() {
+        let Self { permit, picked } = self;
+        if let Some(picked) = picked {
+            picked.judge(classify, verdict, outcome, clock.now());
+        }
+        if let Some(permit) = permit {
             let overloaded = verdict != Verdict::Success && classify.overloaded(outcome);
-            self.end(verdict, overloaded);
+            permit.finish(Signal::of(verdict, overloaded));
         }
     }
 
     /// The attempt is over, judged `verdict`, `overloaded` saying whether
     /// its outcome is a sign of overload: gives the slot back with what
     /// that says of the dependency ([`Signal::of`]). The one place an
-    /// attempt's end reaches a limit.
+    /// attempt's end reaches a limit. For the limits' own users (a layer
+    /// that holds no classifier): an endpoint the ticket holds hears
+    /// nothing, as if the attempt were cancelled ([`finish`](Self::finish)
+    /// tells it).
     #[inline]
     pub fn end(self, verdict: Verdict, overloaded: bool) {
         if let Some(permit) = self.permit {
@@ -327,10 +414,15 @@ impl Ticket {
         }
     }
 
-    /// The attempt was cut off by its timeout: a drop.
+    /// The attempt was cut off by its timeout at `clock`'s now: a drop for
+    /// the limit, a gateway error (no answer) for the endpoint.
     #[inline]
-    pub fn timed_out(self) {
-        if let Some(permit) = self.permit {
+    pub fn timed_out<C: Clock>(self, clock: &C) {
+        let Self { permit, picked } = self;
+        if let Some(picked) = picked {
+            picked.finish(Answer::GatewayError, None, clock.now());
+        }
+        if let Some(permit) = permit {
             permit.finish(Signal::Dropped);
         }
     }
@@ -340,6 +432,19 @@ impl Ticket {
     pub fn holds_slot(&self) -> bool {
         self.permit.is_some()
     }
+
+    /// The endpoint picked for the attempt, if the policy has a set.
+    #[inline]
+    #[must_use]
+    pub fn endpoint(&self) -> Option<EndpointId> {
+        self.picked.as_ref().map(Picked::id)
+    }
+
+    /// The endpoint picked and its label.
+    #[must_use]
+    pub(crate) fn picked(&self) -> Option<(EndpointId, &Arc<str>)> {
+        self.picked.as_ref().map(|p| (p.id(), p.label()))
+    }
 }
 
 impl From<Permit> for Ticket {
@@ -347,6 +452,7 @@ impl From<Permit> for Ticket {
     fn from(permit: Permit) -> Self {
         Self {
             permit: Some(permit),
+            picked: None,
         }
     }
 }
@@ -355,6 +461,7 @@ impl fmt::Debug for Ticket {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Ticket")
             .field("slot", &self.permit.as_ref().map(|p| p.limit().name()))
+            .field("endpoint", &self.picked.as_ref().map(Picked::label))
             .finish()
     }
 }

@@ -53,9 +53,9 @@ fn admitted(admission: Admission) -> Ticket {
 fn without_limits_every_attempt_gets_a_free_ticket_and_no_clock_is_read() {
     let limits = Limits::default();
     let deadline = Deadline::at(Instant::now() + ms(1));
-    let ticket = admitted(limits.admit(Some(deadline), &Unread));
+    let ticket = admitted(limits.admit(Some(deadline), &[], &Unread));
     assert!(!ticket.holds_slot());
-    assert!(!limits.admit_now().unwrap().holds_slot());
+    assert!(!limits.admit_now(&[], &Unread).unwrap().holds_slot());
 }
 
 #[test]
@@ -67,16 +67,16 @@ fn a_full_limit_queues_an_attempt_that_may_wait_and_refuses_one_that_may_not() {
         .build_with_clock(clock.clone())
         .unwrap();
     let limits = Limits::default().with_concurrency_limit(limit.clone());
-    let held = admitted(limits.admit(None, &clock));
+    let held = admitted(limits.admit(None, &[], &clock));
     assert_eq!(limit.in_flight(), 1);
     // May wait: a place in the queue, for the queue's own bound.
-    let Admission::Queue(queue) = limits.admit(None, &clock) else {
+    let Admission::Queue(queue) = limits.admit(None, &[], &clock) else {
         panic!("expected a queue")
     };
     assert_eq!(queue.bound(), ms(500));
     // A deadline closer than that bounds the wait.
     let soon = Deadline::after(clock.now(), ms(120));
-    let Admission::Queue(queue) = limits.admit(Some(soon), &clock) else {
+    let Admission::Queue(queue) = limits.admit(Some(soon), &[], &clock) else {
         panic!("expected a queue")
     };
     assert_eq!(queue.bound(), ms(120));
@@ -84,19 +84,19 @@ fn a_full_limit_queues_an_attempt_that_may_wait_and_refuses_one_that_may_not() {
     assert_eq!(limit.snapshot().refused, 0);
     // A deadline already past: no wait fits, refused (and counted).
     let past = Deadline::after(clock.now(), Duration::ZERO);
-    let Admission::Refused(Refused::Limit(refused)) = limits.admit(Some(past), &clock) else {
+    let Admission::Refused(Refused::Limit(refused)) = limits.admit(Some(past), &[], &clock) else {
         panic!("expected a refusal")
     };
     assert_eq!((refused.by, refused.in_flight, refused.limit), ("db", 1, 1));
     // Never waiting (a hedged copy): refused at once.
-    let Err(Refused::Limit(_)) = limits.admit_now() else {
+    let Err(Refused::Limit(_)) = limits.admit_now(&[], &Unread) else {
         panic!("expected a refusal")
     };
     assert_eq!(limit.snapshot().refused, 2);
     // The held ticket, given back, frees the slot for the next one.
-    held.finish(&AnyError, Verdict::Success, &Ok::<(), ()>(()));
+    held.finish(&AnyError, Verdict::Success, &Ok::<(), ()>(()), &Unread);
     assert_eq!(limit.in_flight(), 0);
-    assert!(limits.admit_now().unwrap().holds_slot());
+    assert!(limits.admit_now(&[], &Unread).unwrap().holds_slot());
 }
 
 #[test]
@@ -109,28 +109,31 @@ fn the_rate_limit_comes_first_and_its_turn_is_taken_before_the_slot() {
     let limits = Limits::default()
         .with_rate_limit_waiting(rate.clone(), ms(300))
         .with_concurrency_limit(limit.clone());
-    let first = admitted(limits.admit(None, &clock));
+    let first = admitted(limits.admit(None, &[], &clock));
     assert_eq!(limit.in_flight(), 1);
     // The next turn is 100 ms away: booked, and no slot is held meanwhile.
-    let Admission::Turn(turn) = limits.admit(None, &clock) else {
+    let Admission::Turn(turn) = limits.admit(None, &[], &clock) else {
         panic!("expected a turn")
     };
     assert_eq!(turn.wait(), ms(100));
     assert_eq!(limit.in_flight(), 1);
     // A third would wait 200 ms; a deadline 150 ms away refuses it, saying when.
     let soon = Deadline::after(clock.now(), ms(150));
-    let Admission::Refused(Refused::Rate(refused)) = limits.admit(Some(soon), &clock) else {
+    let Admission::Refused(Refused::Rate(refused)) = limits.admit(Some(soon), &[], &clock) else {
         panic!("expected a refusal")
     };
     assert_eq!((refused.by, refused.retry_after), ("api", Some(ms(200))));
     // The turn comes: taken, then the concurrency limit's slot.
     clock.advance(turn.wait());
-    let second = admitted(turn.take(&limits, &clock));
+    let second = admitted(turn.take(&limits, &[], &clock));
     assert_eq!(limit.in_flight(), 2);
     drop((first, second));
     assert_eq!(limit.in_flight(), 0);
     // A copy never waits: the next turn is 100 ms away, so it is refused.
-    assert!(matches!(limits.admit_now(), Err(Refused::Rate(_))));
+    assert!(matches!(
+        limits.admit_now(&[], &Unread),
+        Err(Refused::Rate(_))
+    ));
 }
 
 #[test]
@@ -138,19 +141,19 @@ fn a_turn_given_up_or_dropped_goes_back_to_the_limit() {
     let clock = VirtualClock::manual();
     let rate = ten_a_second(&clock);
     let limits = Limits::default().with_rate_limit_waiting(rate.clone(), ms(1000));
-    let _now = admitted(limits.admit(None, &clock));
-    let Admission::Turn(turn) = limits.admit(None, &clock) else {
+    let _now = admitted(limits.admit(None, &[], &clock));
+    let Admission::Turn(turn) = limits.admit(None, &[], &clock) else {
         panic!("expected a turn")
     };
     let refused = turn.give_up(&limits);
     assert_eq!((refused.by, refused.retry_after), ("api", Some(ms(100))));
     // The turn given up is free again: the next caller gets it.
-    let Admission::Turn(turn) = limits.admit(None, &clock) else {
+    let Admission::Turn(turn) = limits.admit(None, &[], &clock) else {
         panic!("expected a turn")
     };
     assert_eq!(turn.wait(), ms(100));
     drop(turn);
-    let Admission::Turn(again) = limits.admit(None, &clock) else {
+    let Admission::Turn(again) = limits.admit(None, &[], &clock) else {
         panic!("expected a turn")
     };
     assert_eq!(again.wait(), ms(100));
@@ -164,8 +167,8 @@ fn a_queue_that_cannot_be_waited_in_is_a_counted_refusal() {
         .build_with_clock(clock.clone())
         .unwrap();
     let limits = Limits::default().with_concurrency_limit(limit.clone());
-    let _held = admitted(limits.admit(None, &clock));
-    let Admission::Queue(queue) = limits.admit(None, &clock) else {
+    let _held = admitted(limits.admit(None, &[], &clock));
+    let Admission::Queue(queue) = limits.admit(None, &[], &clock) else {
         panic!("expected a queue")
     };
     let refused = queue.give_up();
@@ -185,14 +188,17 @@ fn a_ticket_tells_the_limit_what_its_attempt_showed() {
         (Verdict::RetryAfter(ms(5)), Err(())),
     ];
     for (verdict, outcome) in outcomes {
-        let ticket = limits.admit_now().unwrap();
+        let ticket = limits.admit_now(&[], &Unread).unwrap();
         assert_eq!(limit.in_flight(), 1);
-        ticket.finish(&AnyError, verdict, &outcome);
+        ticket.finish(&AnyError, verdict, &outcome, &Unread);
         assert_eq!(limit.in_flight(), 0);
     }
-    drop(limits.admit_now().unwrap());
-    limits.admit_now().unwrap().timed_out();
-    limits.admit_now().unwrap().end(Verdict::Stop, false);
+    drop(limits.admit_now(&[], &Unread).unwrap());
+    limits.admit_now(&[], &Unread).unwrap().timed_out(&Unread);
+    limits
+        .admit_now(&[], &Unread)
+        .unwrap()
+        .end(Verdict::Stop, false);
     assert_eq!(limit.in_flight(), 0);
 }
 
@@ -247,17 +253,17 @@ proptest! {
         for step in steps {
             match step {
                 Step::Now => {
-                    if let Ok(ticket) = limits.admit_now() {
+                    if let Ok(ticket) = limits.admit_now(&[], &Unread) {
                         held.push(ticket);
                     }
                 }
-                Step::MayWait => match limits.admit(None, &clock) {
+                Step::MayWait => match limits.admit(None, &[], &clock) {
                     Admission::Admitted(ticket) => held.push(ticket),
                     Admission::Turn(turn) => {
                         prop_assert!(rated);
                         prop_assert!(turn.wait() <= ms(250));
                         clock.advance(turn.wait());
-                        if let Admission::Admitted(ticket) = turn.take(&limits, &clock) {
+                        if let Admission::Admitted(ticket) = turn.take(&limits, &[], &clock) {
                             held.push(ticket);
                         }
                     }
@@ -270,7 +276,7 @@ proptest! {
                 },
                 Step::Finish => {
                     if !held.is_empty() {
-                        held.remove(0).finish(&AnyError, Verdict::Success, &Ok::<(), ()>(()));
+                        held.remove(0).finish(&AnyError, Verdict::Success, &Ok::<(), ()>(()), &Unread);
                     }
                 }
                 Step::Drop => {

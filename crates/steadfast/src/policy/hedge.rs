@@ -248,6 +248,7 @@ impl HedgePolicy {
             stopped: false,
             winner: None,
             idle_since: None,
+            tried: crate::call::Tried::default(),
         }
     }
 
@@ -358,6 +359,7 @@ impl HedgePolicy {
                         deadline: state.deadline,
                         in_flight: state.in_flight,
                         waited,
+                        endpoint: None,
                     };
                     state.in_flight.insert(state.sent);
                     if state.sent < self.max_attempts {

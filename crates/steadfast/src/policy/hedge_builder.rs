@@ -116,6 +116,14 @@ impl HedgePolicyBuilder {
         self.limits(|l| l.with_concurrency_limit(limit))
     }
 
+    /// An endpoint set: every copy goes to one of its endpoints, each to
+    /// one no other copy of the call went to while there are enough
+    /// eligible (default none: see [`Limits::with_endpoints`]).
+    #[must_use]
+    pub fn endpoints(self, endpoints: crate::endpoint::Endpoints) -> Self {
+        self.limits(|l| l.with_endpoints(endpoints))
+    }
+
     /// A rate limit every copy must be admitted by (default none). A first
     /// copy it refuses stops the call as
     /// [`StopReason::Throttled`](crate::StopReason::Throttled); a later one

@@ -3,7 +3,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::call::{Attempt, AttemptSet, HedgeStats, LimitRefused, Refused, StopReason};
+use super::gate::Ticket;
+use crate::call::{
+    Attempt, AttemptSet, EndpointId, HedgeStats, LimitRefused, Refused, StopReason, Tried,
+};
 use crate::deadline::Deadline;
 
 #[cfg(doc)]
@@ -58,9 +61,37 @@ pub struct HedgeState {
     pub(super) winner: Option<u32>,
     /// When the last copy in flight failed, while none is in flight.
     pub(super) idle_since: Option<Instant>,
+    /// The endpoints the copies went to (under an endpoint set).
+    pub(super) tried: Tried,
 }
 
 impl HedgeState {
+    /// The endpoints the call's copies went to, in the order sent (the
+    /// last eight), under a policy with an [endpoint set](crate::endpoint::Endpoints).
+    pub fn endpoints(&self) -> impl Iterator<Item = EndpointId> + '_ {
+        self.tried.ids()
+    }
+
+    /// The endpoints the next copy's pick avoids: those the call's copies
+    /// went to, so copies go to distinct endpoints while there are enough.
+    #[must_use]
+    pub fn avoid(&self) -> &[EndpointId] {
+        self.tried.avoid()
+    }
+
+    /// Records where the copy holding `ticket` went (its endpoint, if the
+    /// gate picked one).
+    pub fn went_to(&mut self, ticket: &Ticket) {
+        if let Some((id, label)) = ticket.picked() {
+            self.tried.push(id, label);
+        }
+    }
+
+    /// Where the call's copies went, for its error.
+    pub(crate) fn tried(&self) -> &Tried {
+        &self.tried
+    }
+
     /// When the call started.
     #[must_use]
     pub fn started(&self) -> Instant {

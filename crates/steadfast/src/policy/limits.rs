@@ -16,6 +16,7 @@ use crate::config_error::ConfigError;
 use crate::control::{Outcome, RetryControl};
 use crate::deadline;
 use crate::deadline::Deadline;
+use crate::endpoint::Endpoints;
 use crate::limit::ConcurrencyLimit;
 use crate::rate::RateLimit;
 
@@ -69,6 +70,8 @@ pub struct Limits {
     /// The rate limit every attempt is admitted by, and how long an
     /// attempt may wait for its turn (zero: refused at once).
     rate: Option<(RateLimit, Duration)>,
+    /// The endpoints every attempt is sent to one of.
+    endpoints: Option<Endpoints>,
 }
 
 impl fmt::Debug for Limits {
@@ -79,6 +82,7 @@ impl fmt::Debug for Limits {
             .field("control", &self.control)
             .field("concurrency", &self.concurrency)
             .field("rate", &self.rate)
+            .field("endpoints", &self.endpoints)
             .finish()
     }
 }
@@ -92,6 +96,7 @@ impl Default for Limits {
             control: None,
             concurrency: None,
             rate: None,
+            endpoints: None,
         }
     }
 }
@@ -147,8 +152,9 @@ impl Limits {
         self.control.as_ref()
     }
 
-    /// Whether the gate has nothing to ask: no rate limit and no
-    /// concurrency limit (every attempt is admitted with a free ticket).
+    /// Whether the gate has nothing to ask: no rate limit, no
+    /// concurrency limit and no endpoint set (every attempt is admitted
+    /// with a free ticket).
     /// The async executor's lean first attempt asks this before
     /// [`admit`](Self::admit), so that a call under no limit keeps no
     /// ticket at all (a state without one, and a drop with nothing to
@@ -156,7 +162,43 @@ impl Limits {
     #[inline]
     #[must_use]
     pub(crate) fn admits_all(&self) -> bool {
-        self.rate.is_none() && self.concurrency.is_none()
+        self.rate.is_none() && self.concurrency.is_none() && self.endpoints.is_none()
+    }
+
+    /// The endpoint set every attempt is sent to one of, if any.
+    #[inline]
+    #[must_use]
+    pub fn endpoints(&self) -> Option<&Endpoints> {
+        self.endpoints.as_ref()
+    }
+
+    /// These limits with every attempt (first, retry, hedged copy) sent to
+    /// an endpoint of `endpoints`, picked by the gate after the rate and
+    /// concurrency limits ([the gate](crate::policy::gate)): the attempt is
+    /// told which ([`Attempt::endpoint`](crate::Attempt::endpoint)), a retry
+    /// or a hedged copy goes to an endpoint the call has not tried while
+    /// one is eligible, and the attempt's outcome, as its classifier
+    /// [answers](crate::Classify::answer), reaches the endpoint's load and
+    /// outlier detection. The set is shared: every clone of these limits,
+    /// and every integration given the same set, sees one load and one
+    /// health per endpoint.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use steadfast::endpoint::Endpoints;
+    /// use steadfast::RetryPolicy;
+    /// let replicas = Endpoints::builder().build()?;
+    /// replicas.insert("10.0.0.1:8080", Instant::now());
+    /// let policy = RetryPolicy::builder()
+    ///     .limits(|limits| limits.with_endpoints(replicas.clone()))
+    ///     .build()?;
+    /// assert_eq!(policy.limits().endpoints().map(Endpoints::len), Some(1));
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn with_endpoints(mut self, endpoints: Endpoints) -> Self {
+        self.endpoints = Some(endpoints);
+        self
     }
 
     /// The concurrency limit every attempt takes a slot of, if any.

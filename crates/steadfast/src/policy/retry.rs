@@ -320,6 +320,16 @@ impl<S: Schedule> RetryPolicyBuilder<S> {
         self.limits(|l| l.with_concurrency_limit(limit))
     }
 
+    /// An endpoint set: every attempt goes to one of its endpoints, picked
+    /// by load among the healthy ones; a retry goes elsewhere than the
+    /// endpoints the call already tried while another is eligible
+    /// (default none: see [`Limits::with_endpoints`]). A call with no
+    /// endpoint ready stops as [`StopReason::NoEndpoint`](crate::StopReason::NoEndpoint).
+    #[must_use]
+    pub fn endpoints(self, endpoints: crate::endpoint::Endpoints) -> Self {
+        self.limits(|l| l.with_endpoints(endpoints))
+    }
+
     /// A rate limit: every attempt, first or retry, must be admitted by it
     /// (default none). One it has no room for now stops the call as
     /// [`StopReason::Throttled`](crate::StopReason::Throttled), with the

@@ -62,7 +62,7 @@ where
             // The gate (no deadline to bound a wait by): a call that must
             // wait, or is refused by a rate limit, goes to the full loop
             // with the gate's answer.
-            let ticket = match policy.limits().admit(None, &self.clock) {
+            let ticket = match policy.limits().admit(None, &[], &self.clock) {
                 Admission::Admitted(ticket) => ticket,
                 admission => return self.not_admitted(admission),
             };
@@ -71,15 +71,19 @@ where
                 deadline: crate::deadline::current(),
                 in_flight: AttemptSet::new(),
                 waited: Duration::ZERO,
+                endpoint: ticket.endpoint(),
             };
             let outcome = (self.op)(attempt);
             let verdict = self.classify.classify(&outcome);
-            ticket.finish(&self.classify, verdict, &outcome);
+            if verdict != Verdict::Success {
+                // Its ticket is finished once the full loop has recorded
+                // where it went.
+                return self.after_first(outcome, verdict, ticket);
+            }
+            ticket.finish(&self.classify, verdict, &outcome, &self.clock);
             return match outcome {
-                Ok(value) if verdict == Verdict::Success => {
-                    O::finish(Ok(value), || Ending::FIRST_SUCCESS)
-                }
-                outcome => self.after_first(outcome, verdict),
+                Ok(value) => O::finish(Ok(value), || Ending::FIRST_SUCCESS),
+                outcome => self.after_first(outcome, verdict, Ticket::FREE),
             };
         }
         self.call_on(Start::Fresh)
@@ -110,8 +114,8 @@ where
     /// Cold, so that the success path is the straight line through `call`.
     #[cold]
     #[inline(never)]
-    fn after_first(self, outcome: Result<T, E>, verdict: Verdict) -> O::Output {
-        self.call_on(Start::Made(outcome, verdict))
+    fn after_first(self, outcome: Result<T, E>, verdict: Verdict, ticket: Ticket) -> O::Output {
+        self.call_on(Start::Made(outcome, verdict, ticket))
     }
 
     /// The full loop, then the output.
@@ -127,12 +131,16 @@ where
         let name = self.options.name;
         let clock = &self.clock;
         let (mut first, mut admission) = match start {
-            Start::Made(outcome, verdict) => (Some((outcome, verdict)), None),
+            Start::Made(outcome, verdict, ticket) => (Some((outcome, verdict, ticket)), None),
             Start::Admitting(admission) => (None, Some(admission)),
             Start::Fresh => (None, None),
         };
-        let mut state = if first.is_some() {
-            policy.start(clock, self.options.deadline)
+        let mut state = if let Some((outcome, verdict, ticket)) = first.as_mut() {
+            let mut state = policy.start(clock, self.options.deadline);
+            let ticket = std::mem::take(ticket);
+            state.went_to(&ticket);
+            ticket.finish(&self.classify, *verdict, outcome, clock);
+            state
         } else {
             match policy.admit_and_start(clock, self.options.deadline) {
                 Ok(state) => state,
@@ -151,11 +159,13 @@ where
                 return ended(result, &state, Some(reason));
             }
             let (outcome, verdict) = match first.take() {
-                Some(made) => made,
+                Some((outcome, verdict, _)) => (outcome, verdict),
                 None => {
-                    let admission = admission
-                        .take()
-                        .unwrap_or_else(|| policy.limits().admit(state.deadline(), clock));
+                    let admission = admission.take().unwrap_or_else(|| {
+                        policy
+                            .limits()
+                            .admit(state.deadline(), state.avoid(), clock)
+                    });
                     let ticket = match wait_for(
                         admission,
                         policy,
@@ -192,14 +202,16 @@ where
                         ),
                         in_flight: AttemptSet::new(),
                         waited: state.last_wait(),
+                        endpoint: ticket.endpoint(),
                     };
                     policy.attempt_starting(&mut state, clock);
+                    state.went_to(&ticket);
                     let outcome = match attempt.deadline {
                         Some(d) => crate::deadline::scope(d, || (self.op)(attempt)),
                         None => (self.op)(attempt),
                     };
                     let verdict = self.classify.classify(&outcome);
-                    ticket.finish(&self.classify, verdict, &outcome);
+                    ticket.finish(&self.classify, verdict, &outcome, clock);
                     (outcome, verdict)
                 }
             };
@@ -243,7 +255,7 @@ where
 enum Start<T, E> {
     Fresh,
     Admitting(Admission),
-    Made(Result<T, E>, Verdict),
+    Made(Result<T, E>, Verdict, Ticket),
 }
 
 /// Why an attempt's admission ended the call.
@@ -272,11 +284,15 @@ fn wait_for<S, C: Clock>(
                     // Cancelled while waiting: the turn goes back.
                     return Err(Stopped::Cancelled);
                 }
-                turn.take(policy.limits(), clock)
+                turn.take(policy.limits(), state.avoid(), clock)
             }
             Admission::Queue(queue) => {
                 state.mark_started(clock.now());
-                return queue.wait_blocking().map_err(Stopped::Refused);
+                let slot = queue.wait_blocking();
+                return policy
+                    .limits()
+                    .admitted(slot, state.avoid(), clock)
+                    .map_err(Stopped::Refused);
             }
         };
     }

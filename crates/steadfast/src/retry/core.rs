@@ -117,12 +117,15 @@ where
         cx: &mut Context<'_>,
     ) -> Output<F> {
         let verdict = self.classify.classify(&outcome);
-        ticket.finish(&self.classify, verdict, &outcome);
+        if verdict != Verdict::Success {
+            // Its ticket is finished once the running stage has recorded
+            // where it went.
+            return self.after_first(slot, outcome, verdict, ticket, cx);
+        }
+        ticket.finish(&self.classify, verdict, &outcome, &self.clock);
         match outcome {
-            Ok(value) if verdict == Verdict::Success => {
-                Poll::Ready((Ok(value), Ending::FIRST_SUCCESS))
-            }
-            outcome => self.after_first(slot, outcome, verdict, cx),
+            Ok(value) => Poll::Ready((Ok(value), Ending::FIRST_SUCCESS)),
+            outcome => self.after_first(slot, outcome, verdict, Ticket::FREE, cx),
         }
     }
 
@@ -219,9 +222,12 @@ where
         slot: &mut StageSlot<F, C, N>,
         outcome: Result<OkOf<F>, ErrOf<F>>,
         verdict: Verdict,
+        ticket: Ticket,
         cx: &mut Context<'_>,
     ) -> Output<F> {
-        let call = self.policy.policy().start(&self.clock, self.deadline);
+        let mut call = self.policy.policy().start(&self.clock, self.deadline);
+        call.went_to(&ticket);
+        ticket.finish(&self.classify, verdict, &outcome, &self.clock);
         let mut run = Box::pin(Running::new(call));
         let mut proj = run.as_mut().project();
         if let Some(done) = self.on_outcome(&mut proj, Some(outcome), verdict) {
@@ -271,7 +277,12 @@ where
                     let (outcome, verdict) = match fut.poll(cx) {
                         Poll::Ready(outcome) => {
                             let verdict = self.classify.classify(&outcome);
-                            std::mem::take(run.ticket).finish(&self.classify, verdict, &outcome);
+                            std::mem::take(run.ticket).finish(
+                                &self.classify,
+                                verdict,
+                                &outcome,
+                                &self.clock,
+                            );
                             run.attempt.set(None);
                             run.timer.set(None);
                             *run.timed_out = false;
@@ -284,7 +295,7 @@ where
                                     run.timer.set(None);
                                     *run.timed_out = true;
                                     // Cut off by its timeout: a drop.
-                                    std::mem::take(run.ticket).timed_out();
+                                    std::mem::take(run.ticket).timed_out(&self.clock);
                                     let now = self.clock.now();
                                     if run.call.deadline().is_some_and(|d| d.is_expired(now)) {
                                         // The call's own deadline, not just the attempt's: stop.
@@ -344,7 +355,8 @@ where
                     };
                     *run.acquire = None;
                     run.timer.set(None);
-                    match Ticket::admitted(got) {
+                    let limits = self.policy.policy().limits();
+                    match limits.admitted(got, run.call.avoid(), &self.clock) {
                         Ok(ticket) => {
                             *run.ticket = ticket;
                             if let Err(done) = self.launch(run) {
@@ -364,7 +376,8 @@ where
                     let Some(turn) = run.turn.take() else {
                         unreachable!("a booked turn in phase RateWait");
                     };
-                    let admission = turn.take(self.policy.policy().limits(), &self.clock);
+                    let limits = self.policy.policy().limits();
+                    let admission = turn.take(limits, run.call.avoid(), &self.clock);
                     if let Err(done) = self.enter(run, admission) {
                         return Poll::Ready(done);
                     }
@@ -426,7 +439,11 @@ where
     /// Asks the gate for the next attempt, and acts on its answer.
     fn start_attempt(&mut self, run: &mut Proj<'_, F, C, N>) -> Result<(), Done<F>> {
         let deadline = run.call.deadline();
-        let admission = self.policy.policy().limits().admit(deadline, &self.clock);
+        let admission =
+            self.policy
+                .policy()
+                .limits()
+                .admit(deadline, run.call.avoid(), &self.clock);
         self.enter(run, admission)
     }
 
@@ -496,8 +513,10 @@ where
             deadline,
             in_flight: AttemptSet::new(),
             waited: run.call.last_wait(),
+            endpoint: run.ticket.endpoint(),
         };
         self.policy.policy().attempt_starting(run.call, &self.clock);
+        run.call.went_to(run.ticket);
         let timer = deadline.map(|d| self.clock.sleep(d.remaining(self.clock.now())));
         run.timer.set(timer);
         // The operation makes its future with the attempt's deadline as the

@@ -155,7 +155,14 @@ impl<F, P, K, N, C, O> Retry<F, P, K, N, C, O> {
     /// core's own lean first attempt fails. This allocates the running
     /// stage, as a failed first attempt does anyway.
     ///
+    /// `ticket` is the gate's for that first attempt
+    /// ([`Limits::admit_now`](crate::policy::Limits::admit_now)): the call
+    /// records the endpoint it went to (so the retry goes elsewhere), then
+    /// finishes it with the outcome. [`Ticket::FREE`] when the caller asked
+    /// no gate.
+    ///
     /// ```
+    /// use steadfast::policy::gate::Ticket;
     /// use steadfast::{Attempt, Classify, RetryPolicy, Retryable, Verdict};
     ///
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
@@ -166,7 +173,7 @@ impl<F, P, K, N, C, O> Retry<F, P, K, N, C, O> {
     /// let first: Result<u32, &str> = Err("connection refused");
     /// let verdict = steadfast::classify::AnyError.classify(&first);
     /// assert_eq!(verdict, Verdict::Retry);
-    /// let value = op.retry(&policy).after_first_attempt(first, verdict).await;
+    /// let value = op.retry(&policy).after_first_attempt(first, verdict, Ticket::FREE).await;
     /// assert_eq!(value, Ok(2)); // the core made attempt 2, which succeeded
     /// # Ok(())
     /// # }
@@ -175,6 +182,7 @@ impl<F, P, K, N, C, O> Retry<F, P, K, N, C, O> {
         self,
         outcome: Result<OkOf<F>, ErrOf<F>>,
         verdict: Verdict,
+        ticket: Ticket,
     ) -> RetryFuture<F, P, K, N, C, O>
     where
         F: TryOperation,
@@ -185,10 +193,12 @@ impl<F, P, K, N, C, O> Retry<F, P, K, N, C, O> {
         C: AsyncClock,
         O: Finish<OkOf<F>, ErrOf<F>>,
     {
-        let call = self
+        let mut call = self
             .policy
             .policy()
             .start(&self.clock, self.options.deadline);
+        call.went_to(&ticket);
+        ticket.finish(&self.classify, verdict, &outcome, &self.clock);
         let mut run = Running::new(call);
         run.last = Some(outcome);
         run.phase = Phase::Decide(verdict);
@@ -265,7 +275,7 @@ where
                             first.set(First::Polling { attempt });
                             continue;
                         }
-                        let ticket = match limits.admit(None, &core.clock) {
+                        let ticket = match limits.admit(None, &[], &core.clock) {
                             Admission::Admitted(ticket) => ticket,
                             admission => {
                                 first.set(First::Over);
@@ -274,7 +284,9 @@ where
                                     .map(|(r, e)| O::finish(r, || e));
                             }
                         };
-                        let attempt = core.op.attempt(Attempt::new(1));
+                        let mut attempt = Attempt::new(1);
+                        attempt.endpoint = ticket.endpoint();
+                        let attempt = core.op.attempt(attempt);
                         first.set(First::Gated { attempt, ticket });
                         continue;
                     }

@@ -7,6 +7,7 @@ mod cancellation;
 mod controls;
 mod copies;
 mod deadlines;
+mod endpoints;
 mod engine;
 mod limits;
 mod stop_sending;

@@ -40,7 +40,11 @@ fn a_resumed_call_cancelled_at_once_counts_the_attempt_it_was_given() {
             .retry(policy(5, &[1; 5]))
             .cancel_on(token)
             .clock(VirtualClock::new())
-            .after_first_attempt(Err("refused"), Verdict::Retry),
+            .after_first_attempt(
+                Err("refused"),
+                Verdict::Retry,
+                crate::policy::gate::Ticket::FREE,
+            ),
     )
     .unwrap_err();
     assert_eq!(err.reason(), StopReason::Cancelled);

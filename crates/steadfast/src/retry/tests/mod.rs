@@ -6,6 +6,8 @@ mod attempts;
 mod cancellation;
 mod controls;
 mod deadlines;
+#[cfg(feature = "tokio")]
+mod endpoints;
 mod lean;
 #[cfg(feature = "tokio")]
 mod limits;

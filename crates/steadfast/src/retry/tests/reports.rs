@@ -276,7 +276,7 @@ proptest::proptest! {
                     .classify(classify)
                     .clock(VirtualClock::new())
                     .report()
-                    .after_first_attempt(first, verdict),
+                    .after_first_attempt(first, verdict, crate::policy::gate::Ticket::FREE),
             );
             proptest::prop_assert_eq!(resumed.attempts, report.attempts);
             proptest::prop_assert_eq!(resumed.stop, report.stop);

@@ -1,0 +1,157 @@
+//! The words for the endpoint an attempt went to: its identity, what its
+//! outcome says of it, and the endpoints a call has tried.
+
+use std::sync::Arc;
+
+use super::Verdict;
+
+/// An endpoint's identity in its set: given by
+/// [`Endpoints::insert`](crate::endpoint::Endpoints::insert), never reused
+/// by that set. An attempt made under a policy with an endpoint set knows
+/// it ([`Attempt::endpoint`](crate::Attempt::endpoint)), and a failed call's
+/// error lists the ones it tried ([`RetryError::endpoints`](crate::RetryError::endpoints)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EndpointId(u64);
+
+impl EndpointId {
+    /// The identity numbered `n` (a set numbers its endpoints from 0 in
+    /// the order they are inserted).
+    #[must_use]
+    pub const fn new(n: u64) -> Self {
+        Self(n)
+    }
+
+    /// The number behind it.
+    #[must_use]
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+}
+
+/// What an attempt's outcome says about the endpoint that answered, for
+/// outlier detection. The integration's classifier says which it is
+/// ([`Classify::answer`](crate::Classify::answer)); the detection's model
+/// says which count as failures
+/// ([`OutlierDetection::is_failure`](crate::endpoint::OutlierDetection::is_failure)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Answer {
+    /// The call succeeded (HTTP 2xx/3xx, gRPC `OK`).
+    Ok,
+    /// The endpoint failed the call: a 5xx other than a gateway error, a
+    /// gRPC error status, a reset after the request was sent.
+    ServerError,
+    /// A gateway error: HTTP 502, 503 or 504, or no connection at all
+    /// (Envoy's gateway errors; also server errors).
+    GatewayError,
+    /// Not OK for a reason of the request's own: a 4xx, 429 included. A50
+    /// counts it as a failure, Envoy does not.
+    ClientError,
+}
+
+impl Answer {
+    /// What a verdict alone says, for a classifier that knows nothing
+    /// more: a success is [`Ok`](Self::Ok), anything else the endpoint's
+    /// [`ServerError`](Self::ServerError).
+    ///
+    /// ```
+    /// use steadfast::Verdict;
+    /// use steadfast::endpoint::Answer;
+    /// assert_eq!(Answer::of(Verdict::Success), Answer::Ok);
+    /// assert_eq!(Answer::of(Verdict::Stop), Answer::ServerError);
+    /// ```
+    #[must_use]
+    pub const fn of(verdict: Verdict) -> Self {
+        match verdict {
+            Verdict::Success => Self::Ok,
+            _ => Self::ServerError,
+        }
+    }
+}
+
+/// How many endpoints a call remembers having tried: the retries of a
+/// call go elsewhere than the last this many, and its error lists them.
+pub(crate) const MAX_TRIED: usize = 8;
+
+/// The endpoints a call's attempts went to, in order (the last
+/// [`MAX_TRIED`] of them), and the label of the last one: kept inline, so
+/// recording one allocates nothing.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct Tried {
+    ids: [EndpointId; MAX_TRIED],
+    len: u8,
+    /// Where the oldest entry is once the list has wrapped.
+    head: u8,
+    last: Option<Arc<str>>,
+}
+
+impl Default for Tried {
+    fn default() -> Self {
+        Self {
+            ids: [EndpointId(u64::MAX); MAX_TRIED],
+            len: 0,
+            head: 0,
+            last: None,
+        }
+    }
+}
+
+impl Tried {
+    /// Records an attempt sent to `id`, labelled `label`.
+    pub(crate) fn push(&mut self, id: EndpointId, label: &Arc<str>) {
+        let len = usize::from(self.len);
+        if len < MAX_TRIED {
+            self.ids[len] = id;
+            self.len += 1;
+        } else {
+            self.ids[usize::from(self.head)] = id;
+            self.head = ((usize::from(self.head) + 1) % MAX_TRIED) as u8;
+        }
+        self.last = Some(Arc::clone(label));
+    }
+
+    /// The endpoints tried, oldest first.
+    pub(crate) fn ids(&self) -> impl Iterator<Item = EndpointId> + '_ {
+        let len = usize::from(self.len);
+        let head = usize::from(self.head);
+        (0..len).map(move |i| self.ids[(head + i) % MAX_TRIED])
+    }
+
+    /// The same, as the slice a pick avoids (in storage order).
+    pub(crate) fn avoid(&self) -> &[EndpointId] {
+        &self.ids[..usize::from(self.len)]
+    }
+
+    /// The label of the endpoint the last attempt went to.
+    pub(crate) fn last(&self) -> Option<&Arc<str>> {
+        self.last.as_ref()
+    }
+
+    /// Whether no endpoint was tried.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl std::fmt::Debug for Tried {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.ids()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_the_last_eight_in_order() {
+        let mut tried = Tried::default();
+        let label: Arc<str> = Arc::from("a");
+        for n in 0..11 {
+            tried.push(EndpointId::new(n), &label);
+        }
+        let ids: Vec<u64> = tried.ids().map(EndpointId::get).collect();
+        assert_eq!(ids, (3..11).collect::<Vec<_>>());
+        assert_eq!(tried.avoid().len(), MAX_TRIED);
+        assert_eq!(tried.last().map(|l| &**l), Some("a"));
+    }
+}

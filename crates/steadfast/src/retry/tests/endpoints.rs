@@ -1,0 +1,191 @@
+//! An endpoint set in the gate: every attempt is told the endpoint picked
+//! for it, a retry goes elsewhere than where the call already went, the
+//! error names the endpoints tried, the outcome reaches the endpoint, and a
+//! set with nothing ready stops the call with a clear reason. Both
+//! executors, on virtual time.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use super::*;
+use crate::call::{Attempt, EndpointId, Refused, StopReason, Verdict};
+use crate::clock::VirtualClock;
+use crate::endpoint::Endpoints;
+use crate::retry::{BlockingRetryable, Retryable};
+
+/// Three endpoints (no outlier detection: these tests are about the
+/// gate), and their ids.
+fn three(clock: &VirtualClock) -> (Endpoints, Vec<EndpointId>) {
+    let set = Endpoints::builder()
+        .seed(11)
+        .outlier_detection(None)
+        .build()
+        .unwrap();
+    let ids = ["a:1", "b:1", "c:1"]
+        .iter()
+        .map(|label| set.insert(*label, clock.now()))
+        .collect();
+    (set, ids)
+}
+
+fn spread(attempts: u32, set: &Endpoints) -> RetryPolicy<Fixed> {
+    RetryPolicy::with_schedule(Fixed(vec![secs(1); 8]))
+        .max_attempts(attempts)
+        .endpoints(set.clone())
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_blocking_retry_goes_to_an_endpoint_it_has_not_tried() {
+    let clock = VirtualClock::new();
+    let (set, ids) = three(&clock);
+    let policy = spread(3, &set);
+    let seen = Mutex::new(Vec::new());
+    let err = (|a: Attempt| {
+        seen.lock().unwrap().push(a.endpoint.expect("picked"));
+        Err::<(), _>("unavailable")
+    })
+    .retry_blocking(&policy)
+    .clock(clock.clone())
+    .name("lookup")
+    .call()
+    .unwrap_err();
+    let seen = seen.into_inner().unwrap();
+    // Three attempts, three endpoints: none tried twice.
+    assert_eq!(seen.iter().collect::<HashSet<_>>().len(), 3, "{seen:?}");
+    assert!(seen.iter().all(|id| ids.contains(id)));
+    // The error lists them in order and names the last.
+    assert_eq!(err.endpoints().collect::<Vec<_>>(), seen);
+    let last = ["a:1", "b:1", "c:1"][ids.iter().position(|id| *id == seen[2]).unwrap()];
+    assert_eq!(err.last_endpoint(), Some(last));
+    assert!(
+        err.to_string()
+            .contains(&format!("; last attempt to {last})")),
+        "{err}"
+    );
+    // Every pick was finished: nothing is left in flight.
+    assert!(set.snapshot(clock.now()).iter().all(|e| e.in_flight == 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_async_retry_goes_elsewhere_from_the_lean_first_attempt_on() {
+    let clock = VirtualClock::manual();
+    let (set, _) = three(&clock);
+    let policy = spread(3, &set);
+    // The policy is lean: its first attempt takes the lean path, whose
+    // ticket holds the pick; the running stage records it.
+    assert!(policy.is_lean());
+    let first = Arc::new(Mutex::new(None));
+    let value = {
+        let first = Arc::clone(&first);
+        (move |a: Attempt| {
+            let first = Arc::clone(&first);
+            async move {
+                let endpoint = a.endpoint.expect("picked");
+                let mut first = first.lock().unwrap();
+                match *first {
+                    // Only the first endpoint fails.
+                    None => {
+                        *first = Some(endpoint);
+                        Err("refused")
+                    }
+                    Some(bad) if bad == endpoint => Err("refused"),
+                    Some(_) => Ok(a.number),
+                }
+            }
+        })
+        .retry(&policy)
+        .report()
+        .await
+    };
+    // The retry went elsewhere, at once: attempt 2 succeeded.
+    assert_eq!(value.result, Ok(2));
+    assert!(set.snapshot(clock.now()).iter().all(|e| e.in_flight == 0));
+}
+
+#[test]
+fn with_every_endpoint_tried_a_retry_goes_back_to_one() {
+    let clock = VirtualClock::new();
+    let set = Endpoints::builder()
+        .seed(3)
+        .outlier_detection(None)
+        .build()
+        .unwrap();
+    set.insert("only:1", clock.now());
+    let policy = spread(3, &set);
+    let calls = Mutex::new(0_u32);
+    let err = (|a: Attempt| {
+        assert!(a.endpoint.is_some());
+        *calls.lock().unwrap() += 1;
+        Err::<(), _>("unavailable")
+    })
+    .retry_blocking(&policy)
+    .clock(clock)
+    .call()
+    .unwrap_err();
+    assert_eq!(*calls.lock().unwrap(), 3);
+    assert_eq!(err.reason(), StopReason::Exhausted);
+    assert_eq!(err.endpoints().count(), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_set_with_nothing_ready_stops_the_call_and_says_so() {
+    let clock = VirtualClock::manual();
+    let (set, ids) = three(&clock);
+    for id in &ids {
+        set.set_ready(*id, false);
+    }
+    let policy = spread(3, &set);
+    let err = (|_: Attempt| async { Ok::<_, &str>(1) })
+        .retry(&policy)
+        .await
+        .unwrap_err();
+    assert_eq!(err.reason(), StopReason::NoEndpoint);
+    assert_eq!(err.refusal(), Some(Refused::NoEndpoint { endpoints: 3 }));
+    assert_eq!(err.attempts(), 0);
+    let blocking = (|_: Attempt| Ok::<_, &str>(1))
+        .retry_blocking(&policy)
+        .clock(clock)
+        .call()
+        .unwrap_err();
+    assert_eq!(blocking.reason(), StopReason::NoEndpoint);
+}
+
+#[test]
+fn the_outcome_reaches_the_endpoint_it_came_from() {
+    let clock = VirtualClock::new();
+    let (set, _) = three(&clock);
+    let policy = spread(2, &set);
+    // A server that asks for 20 s of room, then an answer from elsewhere.
+    let classify = |outcome: &Result<u32, &'static str>| match outcome {
+        Ok(_) => Verdict::Success,
+        Err(_) => Verdict::RetryAfter(secs(20)),
+    };
+    let hinted = Mutex::new(None);
+    let value = (|a: Attempt| -> Result<u32, &'static str> {
+        if a.is_first() {
+            *hinted.lock().unwrap() = a.endpoint;
+            Err("overloaded")
+        } else {
+            Ok(a.number)
+        }
+    })
+    .retry_blocking(&policy)
+    .classify(classify)
+    .clock(clock.clone())
+    .call();
+    assert_eq!(value, Ok(2));
+    let hinted = hinted.into_inner().unwrap().expect("picked");
+    let now = clock.now();
+    for e in set.snapshot(now) {
+        if e.id == hinted {
+            // The hint is a penalty on its load: a peak of the 20 s asked,
+            // decayed over the 20 s waited (10 s decay): 20 s × e^-2.
+            assert!(e.rtt > secs(2), "{e:?}");
+        } else {
+            // The default 1 s, or the instant round trip of attempt 2.
+            assert!(e.rtt <= secs(1), "{e:?}");
+        }
+    }
+}
