@@ -19,6 +19,7 @@ use steadfast::Deadline;
 use steadfast::chaos::{Chaos, ChaosFuture};
 use steadfast::clock::{AsyncClock, Clock, DefaultClock};
 use steadfast::deadline::DeadlineHeader;
+use steadfast::endpoint::{Answer, EndpointId};
 use steadfast::policy::{Limits, Wait};
 use steadfast::{Classify, Verdict, deadline};
 use tower_service::Service;
@@ -59,6 +60,8 @@ pub(crate) struct Sending {
     pub(crate) waited: Duration,
     /// The call's deadline.
     pub(crate) deadline: CallDeadline,
+    /// The endpoint the gate picked for it, under a client of several.
+    pub(crate) endpoint: Option<EndpointId>,
 }
 
 /// An attempt that did not succeed: the response or error, what the
@@ -71,16 +74,24 @@ pub(crate) enum Failure<E> {
         response: reqwest::Response,
         verdict: Verdict,
         overloaded: bool,
+        answer: Answer,
     },
     /// The request failed on the way.
     Transport {
         error: E,
         verdict: Verdict,
         overloaded: bool,
+        answer: Answer,
     },
 }
 
 impl<E> Failure<E> {
+    fn answer(&self) -> Answer {
+        match self {
+            Self::Status { answer, .. } | Self::Transport { answer, .. } => *answer,
+        }
+    }
+
     fn verdict(&self) -> Verdict {
         match self {
             Self::Status { verdict, .. } | Self::Transport { verdict, .. } => *verdict,
@@ -111,6 +122,17 @@ impl<E> Classify<reqwest::Response, Failure<E>> for ByVerdict {
     #[inline]
     fn overloaded(&self, outcome: &Result<reqwest::Response, Failure<E>>) -> bool {
         outcome.as_ref().is_err_and(Failure::overloaded)
+    }
+
+    /// A failure's answer is the client's classifier's, worked out with
+    /// its verdict; a response called a success is judged by its status
+    /// ([`DefaultClassifier::answer_for_status`](crate::DefaultClassifier::answer_for_status)).
+    #[inline]
+    fn answer(&self, outcome: &Result<reqwest::Response, Failure<E>>, _: Verdict) -> Answer {
+        match outcome {
+            Ok(response) => crate::DefaultClassifier::answer_for_status(response.status()),
+            Err(failure) => failure.answer(),
+        }
     }
 }
 
@@ -153,6 +175,8 @@ pub(crate) struct AttemptConfig {
     pub(crate) on_attempt: Option<OnAttempt>,
     /// Faults injected into every attempt, for tests (off unless turned on).
     pub(crate) chaos: Option<Chaos<reqwest::Response, ()>>,
+    /// The base URL of each endpoint, under a client of several.
+    pub(crate) routes: Option<Arc<[(EndpointId, Url)]>>,
 }
 
 impl fmt::Debug for AttemptConfig {
@@ -196,6 +220,7 @@ where
                 error,
                 verdict: Verdict::Stop,
                 overloaded: false,
+                answer: Answer::ClientError,
             })
     }
 
@@ -205,8 +230,14 @@ where
             number,
             waited,
             deadline: call_deadline,
+            endpoint,
         } = sending;
         let config = &self.config;
+        if let (Some(routes), Some(id)) = (&config.routes, endpoint)
+            && let Some((_, base)) = routes.iter().find(|(e, _)| *e == id)
+        {
+            rebase(request.url_mut(), base);
+        }
         let ambient = deadline::current();
         let call_deadline = match call_deadline {
             CallDeadline::OfAttempt => ambient,
@@ -314,12 +345,18 @@ where
                 let verdict = classify.classify(&outcome);
                 // Asked of failures only: a success costs one compare.
                 let overloaded = verdict != Verdict::Success && classify.overloaded(&outcome);
+                let answer = if verdict == Verdict::Success {
+                    Answer::Ok
+                } else {
+                    classify.answer(&outcome, verdict)
+                };
                 match (outcome, verdict) {
                     (Ok(response), Verdict::Success) => Ok(response),
                     (Ok(response), verdict) => Err(Failure::Status {
                         response,
                         verdict,
                         overloaded,
+                        answer,
                     }),
                     (Err(_), _) => unreachable!("the outcome was made Ok above"),
                 }
@@ -330,19 +367,23 @@ where
                     let outcome: Outcome = Err(error.without_url());
                     let verdict = classify.classify(&outcome);
                     let overloaded = classify.overloaded(&outcome);
+                    let answer = classify.answer(&outcome, verdict);
                     match outcome {
                         Err(error) => Err(Failure::Transport {
                             error: E::from_reqwest(error),
                             verdict,
                             overloaded,
+                            answer,
                         }),
                         Ok(_) => unreachable!("the outcome was made Err above"),
                     }
                 }
+                // A middleware's own error: not the endpoint's doing.
                 Err(other) => Err(Failure::Transport {
                     error: other,
                     verdict: Verdict::Stop,
                     overloaded: false,
+                    answer: Answer::ClientError,
                 }),
             },
         };
@@ -432,6 +473,25 @@ fn report<E>(
                 retry_after,
             });
         }
+    }
+}
+
+/// Sends `url` to the endpoint at `base`: its scheme, host and port are
+/// the endpoint's, its path goes under the endpoint's own (a base of
+/// `http://10.0.0.1:8080/api` takes `/users/7` to `/api/users/7`); the
+/// query and the fragment stay.
+pub(crate) fn rebase(url: &mut Url, base: &Url) {
+    let path = match base.path().trim_end_matches('/') {
+        "" => None,
+        prefix => Some(format!("{prefix}{}", url.path())),
+    };
+    // The base URLs are checked when the client is built: http or https
+    // with a host, so none of these can fail.
+    let _ = url.set_scheme(base.scheme());
+    let _ = url.set_host(base.host_str());
+    let _ = url.set_port(base.port());
+    if let Some(path) = path {
+        url.set_path(&path);
     }
 }
 

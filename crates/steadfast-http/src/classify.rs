@@ -4,6 +4,7 @@
 use std::time::SystemTime;
 
 use http::{Method, StatusCode};
+use steadfast::endpoint::Answer;
 use steadfast::{Classify, Verdict};
 
 use crate::RetryAfter;
@@ -67,6 +68,31 @@ impl DefaultClassifier {
         matches!(status.as_u16(), 429 | 503)
     }
 
+    /// What a response with `status` says of the endpoint that sent it
+    /// ([`Classify::answer`], for outlier detection): 1xx to 3xx
+    /// [`Answer::Ok`]; 502, 503 and 504 [`Answer::GatewayError`]; any
+    /// other 5xx [`Answer::ServerError`]; a 4xx (429 included)
+    /// [`Answer::ClientError`], which Envoy's model never counts and A50's
+    /// does.
+    ///
+    /// ```
+    /// use http::StatusCode;
+    /// use steadfast::endpoint::Answer;
+    /// use steadfast_http::DefaultClassifier;
+    /// assert_eq!(DefaultClassifier::answer_for_status(StatusCode::OK), Answer::Ok);
+    /// assert_eq!(DefaultClassifier::answer_for_status(StatusCode::BAD_GATEWAY), Answer::GatewayError);
+    /// assert_eq!(DefaultClassifier::answer_for_status(StatusCode::NOT_FOUND), Answer::ClientError);
+    /// ```
+    #[must_use]
+    pub fn answer_for_status(status: StatusCode) -> Answer {
+        match status.as_u16() {
+            502..=504 => Answer::GatewayError,
+            500.. => Answer::ServerError,
+            400..=499 => Answer::ClientError,
+            _ => Answer::Ok,
+        }
+    }
+
     /// Whether the default classifier retries `error`.
     #[must_use]
     pub fn is_retryable_error(error: &reqwest::Error) -> bool {
@@ -95,6 +121,17 @@ impl Classify<reqwest::Response, reqwest::Error> for DefaultClassifier {
         match outcome {
             Ok(response) => Self::is_overload_status(response.status()),
             Err(e) => e.is_timeout(),
+        }
+    }
+
+    /// A response by its status ([`answer_for_status`](Self::answer_for_status));
+    /// no connection, or no answer in time, a gateway error (as Envoy
+    /// counts them); any other transport error the endpoint's.
+    fn answer(&self, outcome: &Outcome, _: Verdict) -> Answer {
+        match outcome {
+            Ok(response) => Self::answer_for_status(response.status()),
+            Err(e) if e.is_connect() || e.is_timeout() => Answer::GatewayError,
+            Err(_) => Answer::ServerError,
         }
     }
 }

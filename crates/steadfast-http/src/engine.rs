@@ -97,6 +97,11 @@ impl<S> Engine<S> {
         &self.retry.get_ref().inner
     }
 
+    /// The endpoint set the attempts are spread over, if any.
+    pub(crate) fn endpoints(&self) -> Option<&steadfast::endpoint::Endpoints> {
+        self.retry.get_ref().config.limits.endpoints()
+    }
+
     /// Whether hedging is on.
     pub(crate) fn hedges(&self) -> bool {
         self.hedge.is_some()

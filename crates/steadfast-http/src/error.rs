@@ -93,6 +93,8 @@ pub struct Error {
     refused: Option<Refused>,
     not_retried: Option<NotRetried>,
     last: Last,
+    /// The endpoint the last attempt went to, under a client of several.
+    endpoint: Option<String>,
 }
 
 impl Error {
@@ -105,6 +107,7 @@ impl Error {
     ) -> Self {
         let (reason, elapsed, timed_out) = (error.reason(), error.elapsed(), error.timed_out());
         let refused = error.refusal();
+        let endpoint = error.last_endpoint().map(str::to_owned);
         let mut ending = ending;
         let mut last = Last::from_failure(error.into_last_error());
         // An attempt the deadline cut off while it was connecting sent
@@ -123,6 +126,7 @@ impl Error {
             refused,
             not_retried: None,
             last,
+            endpoint,
         }
     }
 
@@ -137,6 +141,7 @@ impl Error {
             refused: None,
             not_retried: None,
             last: Last::Transport(error),
+            endpoint: None,
         }
     }
 
@@ -165,8 +170,17 @@ impl Error {
                 refused,
                 not_retried: None,
                 last: Last::Nothing,
+                endpoint: None,
             },
         }
+    }
+
+    /// The endpoint the last attempt went to, under a client of several
+    /// ([`ClientBuilder::endpoints`](crate::ClientBuilder::endpoints)): its
+    /// base URL, redacted as telemetry shows URLs.
+    #[must_use]
+    pub fn endpoint(&self) -> Option<&str> {
+        self.endpoint.as_deref()
     }
 
     /// The request's method (`None` for a request that was never built).
@@ -394,6 +408,9 @@ impl fmt::Display for Error {
         }
         if let Some(why) = self.not_retried {
             write!(f, "; not retried: {why}")?;
+        }
+        if let Some(endpoint) = &self.endpoint {
+            write!(f, "; last attempt to {endpoint}")?;
         }
         f.write_str(")")?;
         match &self.last {

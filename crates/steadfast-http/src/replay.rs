@@ -64,6 +64,7 @@ impl Replay<Call> for ReqwestReplay {
                     number: 1,
                     waited: Duration::ZERO,
                     deadline,
+                    endpoint: None,
                 },
                 why,
             ),
@@ -76,7 +77,13 @@ impl Replay<Call> for ReqwestReplay {
             number: attempt.number,
             waited: attempt.waited,
             deadline: source.deadline,
+            endpoint: attempt.endpoint,
         }
+    }
+
+    fn once(&self, mut sending: Sending, attempt: &steadfast::Attempt) -> Sending {
+        sending.endpoint = attempt.endpoint;
+        sending
     }
 }
 

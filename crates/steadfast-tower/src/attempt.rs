@@ -158,7 +158,7 @@ where
         let request = match &mut self.payload {
             Payload::Replayable(source) => self.replay.replay(source, &attempt),
             Payload::Once(request) => match request.take() {
-                Some(request) => request,
+                Some(request) => self.replay.once(request, &attempt),
                 // The layers run a request that is sent once under a
                 // single-attempt policy, so no second attempt is asked for.
                 None => unreachable!("a request that cannot be replayed is sent once"),

@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use http::HeaderName;
 use steadfast::chaos::Chaos;
-use steadfast::clock::DefaultClock;
+use steadfast::clock::{Clock, DefaultClock};
 use steadfast::deadline::DeadlineHeader;
+use steadfast::endpoint::{Endpoints, EndpointsBuilder, OutlierDetection};
 use steadfast::fallback::AsyncFallback;
 use steadfast::limit::ConcurrencyLimit;
 use steadfast::policy::{HedgeDelay, Limits};
@@ -21,7 +22,10 @@ use crate::engine::{Layers, Rules};
 use crate::error::Error;
 use crate::event::{AttemptEvent, OnAttempt};
 use crate::fallback::ClientFallback;
+use crate::redact::RedactedUrl;
 use crate::replay::ReqwestReplay;
+use reqwest::Url;
+use steadfast::endpoint::EndpointId;
 
 /// Configures a [`Client`] once: attempts, backoff, deadlines, a retry
 /// control, hedging, the classifier and the inner `reqwest::Client`.
@@ -60,6 +64,11 @@ pub struct ClientBuilder {
     on_attempt: Option<OnAttempt>,
     chaos: Option<Chaos<reqwest::Response, ()>>,
     fallback: Option<ClientFallback>,
+    /// The base URLs of the endpoints a call is spread over, as given.
+    endpoints: Vec<String>,
+    /// How their set picks and ejects (Envoy's outlier detection unless
+    /// told otherwise).
+    endpoint_set: Option<EndpointsBuilder>,
 }
 
 #[derive(Clone)]
@@ -85,6 +94,7 @@ impl fmt::Debug for ClientBuilder {
             .field("name", &self.name)
             .field("on_attempt", &self.on_attempt.is_some())
             .field("fallback", &self.fallback.is_some())
+            .field("endpoints", &self.endpoints.len())
             .finish_non_exhaustive()
     }
 }
@@ -110,11 +120,68 @@ impl Default for ClientBuilder {
             on_attempt: None,
             chaos: None,
             fallback: None,
+            endpoints: Vec::new(),
+            endpoint_set: None,
         }
     }
 }
 
 impl ClientBuilder {
+    /// Several endpoints (replicas) of one service, by base URL: each
+    /// attempt goes to one of them, picked by load among the healthy ones
+    /// (the power of two choices by peak-EWMA round trip × calls in
+    /// flight), a retry or a hedged copy to one the call has not tried
+    /// while another is eligible, and an endpoint that keeps failing is
+    /// ejected for a while (outlier detection). A request's scheme, host
+    /// and port become the endpoint's, its path goes under the endpoint's
+    /// own: write requests against any one of them (`client.get(format!("{first}/users/7"))`).
+    ///
+    /// The set judges outcomes by HTTP's own model unless told otherwise
+    /// ([`endpoint_set`](Self::endpoint_set)): Envoy's outlier detection
+    /// ([`OutlierDetection::envoy`]: five 5xx or gateway errors in a row
+    /// eject at once; a 4xx never counts, where gRFC A50, gRPC's model,
+    /// counts every answer but a success). [`Client::endpoints`] shows the
+    /// set. Every URL must be an absolute `http` or `https` URL with a host
+    /// ([`build`](Self::build) says which one is not).
+    ///
+    /// ```
+    /// let client = steadfast_http::Client::builder()
+    ///     .endpoints(["http://127.0.0.1:8081", "http://127.0.0.1:8082", "http://127.0.0.1:8083"])
+    ///     .build()?;
+    /// assert_eq!(client.endpoints().map(|set| set.len()), Some(3));
+    /// // Sent to whichever of the three the set picks:
+    /// let request = client.get("http://127.0.0.1:8081/users/7");
+    /// # let _ = request;
+    /// # Ok::<(), steadfast_http::BuildError>(())
+    /// ```
+    pub fn endpoints<I>(mut self, base_urls: I) -> Self
+    where
+        I: IntoIterator,
+        I::Item: Into<String>,
+    {
+        self.endpoints = base_urls.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// How the set of [`endpoints`](Self::endpoints) picks and ejects: its
+    /// outlier detection (A50's, Envoy's, or none), panic threshold, load
+    /// decay and default round trip, seed. Default: Envoy's outlier
+    /// detection, the rest the set's defaults.
+    ///
+    /// ```
+    /// use steadfast::endpoint::{Endpoints, OutlierDetection};
+    /// let client = steadfast_http::Client::builder()
+    ///     .endpoints(["http://127.0.0.1:8081", "http://127.0.0.1:8082"])
+    ///     .endpoint_set(Endpoints::builder().outlier_detection(Some(OutlierDetection::a50().build()?)))
+    ///     .build()?;
+    /// # let _ = client;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn endpoint_set(mut self, set: EndpointsBuilder) -> Self {
+        self.endpoint_set = Some(set);
+        self
+    }
+
     /// Attempts per call, counting the first (default 3; 1 = no retry).
     pub fn attempts(mut self, attempts: u32) -> Self {
         self.attempts = attempts;
@@ -484,12 +551,22 @@ impl ClientBuilder {
 
     /// The engine's layers and the attempt configuration.
     fn layers(self) -> Result<(Layers, Option<reqwest::Client>), BuildError> {
-        let policy = self.policy(self.attempts)?;
-        let once = self.policy(1)?;
+        let (endpoints, routes) = match self.build_endpoints()? {
+            Some((set, routes)) => (Some(set), Some(routes)),
+            None => (None, None),
+        };
+        let endpoints = endpoints.as_ref();
+        let policy = self.policy(self.attempts, endpoints)?;
+        let once = self.policy(1, endpoints)?;
         let hedge = match &self.hedge {
             None => None,
             Some(Hedging::Policy(p)) => {
                 let mut b = p.to_builder();
+                if let Some(set) = endpoints
+                    && p.limits().endpoints().is_none()
+                {
+                    b = b.endpoints(set.clone());
+                }
                 if let Some(limit) = &self.concurrency
                     && p.limits().concurrency_limit().is_none()
                 {
@@ -505,7 +582,7 @@ impl ClientBuilder {
             Some(Hedging::Copies(copies, delay)) => Some(
                 HedgePolicy::builder(delay.clone())
                     .max_attempts(*copies)
-                    .limits(|l| self.limits(l))
+                    .limits(|l| self.limits(l, endpoints))
                     .build()?,
             ),
         };
@@ -544,6 +621,7 @@ impl ClientBuilder {
             clock: DefaultClock::default(),
             on_attempt: self.on_attempt,
             chaos: self.chaos,
+            routes,
         });
         let name = self.name.unwrap_or("http");
         let layers = Layers {
@@ -571,10 +649,50 @@ impl ClientBuilder {
         Ok((layers, self.reqwest))
     }
 
-    fn policy(&self, attempts: u32) -> Result<RetryPolicy, ConfigError> {
+    /// The endpoint set and each endpoint's base URL, if the client has
+    /// endpoints.
+    #[allow(clippy::type_complexity)]
+    fn build_endpoints(
+        &self,
+    ) -> Result<Option<(Endpoints, Arc<[(EndpointId, Url)]>)>, ConfigError> {
+        if self.endpoints.is_empty() {
+            return Ok(None);
+        }
+        let set = match &self.endpoint_set {
+            Some(builder) => builder.clone(),
+            None => {
+                Endpoints::builder().outlier_detection(Some(OutlierDetection::envoy().build()?))
+            }
+        }
+        .build()?;
+        let now = DefaultClock::default().now();
+        let mut routes = Vec::with_capacity(self.endpoints.len());
+        for text in &self.endpoints {
+            let url = Url::parse(text)
+                .ok()
+                .filter(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some())
+                .ok_or_else(|| {
+                    ConfigError::new(
+                        "http client",
+                        "endpoints",
+                        "must be absolute http or https URLs with a host",
+                        text.clone(),
+                    )
+                })?;
+            let id = set.insert(RedactedUrl(&url).to_string(), now);
+            routes.push((id, url));
+        }
+        Ok(Some((set, Arc::from(routes))))
+    }
+
+    fn policy(
+        &self,
+        attempts: u32,
+        endpoints: Option<&Endpoints>,
+    ) -> Result<RetryPolicy, ConfigError> {
         let mut b = RetryPolicy::builder()
             .max_attempts(attempts)
-            .limits(|l| self.limits(l));
+            .limits(|l| self.limits(l, endpoints));
         if let Some(backoff) = self.backoff {
             b = b.backoff(backoff);
         }
@@ -586,8 +704,11 @@ impl ClientBuilder {
 
     /// The limits every policy of the client shares: the cap on a single
     /// wait, the call's deadline, the retry control, the concurrency and
-    /// rate limits.
-    fn limits(&self, mut limits: Limits) -> Limits {
+    /// rate limits, the endpoints.
+    fn limits(&self, mut limits: Limits, endpoints: Option<&Endpoints>) -> Limits {
+        if let Some(set) = endpoints {
+            limits = limits.with_endpoints(set.clone());
+        }
         if let Some(d) = self.max_delay {
             limits = limits.with_max_delay(d);
         }

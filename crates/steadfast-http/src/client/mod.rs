@@ -182,4 +182,13 @@ impl Client {
     pub fn reqwest_client(&self) -> &reqwest::Client {
         self.shared.engine.inner()
     }
+
+    /// The set of endpoints the client spreads its calls over
+    /// ([`ClientBuilder::endpoints`]), to watch their load and health
+    /// ([`Endpoints::snapshot`](steadfast::endpoint::Endpoints::snapshot));
+    /// `None` for a client of one destination.
+    #[must_use]
+    pub fn endpoints(&self) -> Option<&steadfast::endpoint::Endpoints> {
+        self.shared.engine.endpoints()
+    }
 }

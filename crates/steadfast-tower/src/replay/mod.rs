@@ -60,6 +60,15 @@ pub trait Replay<Req> {
     /// kept. The attempt's number lets a protocol mark retries (gRPC's
     /// `grpc-previous-rpc-attempts`); for a hedge it is the copy's number.
     fn replay(&self, source: &Self::Source, attempt: &Attempt) -> Self::Request;
+
+    /// The request that can be sent only once, as [`prepare`](Replay::prepare)
+    /// handed it back, readied for `attempt` (the only one): a protocol
+    /// that routes by [`Attempt::endpoint`] sets it here. Unchanged by
+    /// default.
+    fn once(&self, request: Self::Request, attempt: &Attempt) -> Self::Request {
+        let _ = attempt;
+        request
+    }
 }
 
 /// What [`Replay::prepare`] answers: the prepared request, or the future
