@@ -171,6 +171,14 @@ impl<S, C> GrpcChannel<S, C> {
     pub fn concurrency_limit(&self) -> Option<&ConcurrencyLimit> {
         self.inner.concurrency_limit()
     }
+
+    /// The endpoint set its attempts are spread over ([`channel_over`](crate::channel_over)),
+    /// to watch each replica's load and health; `None` for a channel to one
+    /// server.
+    #[must_use]
+    pub fn endpoints(&self) -> Option<&steadfast::endpoint::Endpoints> {
+        self.inner.endpoints()
+    }
 }
 
 impl<S: Clone, C: Clone> Clone for GrpcChannel<S, C> {

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use http::{HeaderMap, Response};
+use steadfast::endpoint::Answer;
 use steadfast::{Classify, Verdict};
 
 use crate::Code;
@@ -142,6 +143,53 @@ impl<B, E> Classify<Response<B>, E> for GrpcClassify {
             Ok(response) => head_status(response.headers()).is_some_and(is_overload),
             Err(_) => is_overload(Code::Unavailable),
         }
+    }
+
+    /// The head's status by [`answer_for_code`] (a response whose status
+    /// comes in its trailers is a stream the call has committed to: `Ok`);
+    /// a transport error, no answer at all, a gateway error.
+    fn answer(&self, outcome: &Result<Response<B>, E>, _: Verdict) -> Answer {
+        match outcome {
+            Ok(response) => head_status(response.headers()).map_or(Answer::Ok, answer_for_code),
+            Err(_) => Answer::GatewayError,
+        }
+    }
+}
+
+/// What a status says of the endpoint that sent it, for outlier detection:
+/// `OK` [`Answer::Ok`]; `UNAVAILABLE` and `DEADLINE_EXCEEDED` (no answer
+/// from the server in time) [`Answer::GatewayError`]; the codes a request
+/// earns by itself (`CANCELLED`, `INVALID_ARGUMENT`, `NOT_FOUND`,
+/// `ALREADY_EXISTS`, `PERMISSION_DENIED`, `RESOURCE_EXHAUSTED`,
+/// `FAILED_PRECONDITION`, `OUT_OF_RANGE`, `UNAUTHENTICATED`)
+/// [`Answer::ClientError`]; the rest [`Answer::ServerError`]. gRFC A50
+/// counts every one but `OK` as a failure (grpcio ejects a replica that
+/// answers `RESOURCE_EXHAUSTED`); Envoy's model counts server and gateway
+/// errors only.
+///
+/// ```
+/// use steadfast::endpoint::Answer;
+/// use steadfast_grpc::{Code, answer_for_code};
+/// assert_eq!(answer_for_code(Code::Ok), Answer::Ok);
+/// assert_eq!(answer_for_code(Code::Unavailable), Answer::GatewayError);
+/// assert_eq!(answer_for_code(Code::NotFound), Answer::ClientError);
+/// assert_eq!(answer_for_code(Code::Internal), Answer::ServerError);
+/// ```
+#[must_use]
+pub fn answer_for_code(code: Code) -> Answer {
+    match code {
+        Code::Ok => Answer::Ok,
+        Code::Unavailable | Code::DeadlineExceeded => Answer::GatewayError,
+        Code::Cancelled
+        | Code::InvalidArgument
+        | Code::NotFound
+        | Code::AlreadyExists
+        | Code::PermissionDenied
+        | Code::ResourceExhausted
+        | Code::FailedPrecondition
+        | Code::OutOfRange
+        | Code::Unauthenticated => Answer::ClientError,
+        _ => Answer::ServerError,
     }
 }
 

@@ -111,19 +111,23 @@ pub mod fuzzing;
 mod layer;
 pub mod metrics;
 mod replay;
+mod replicas;
 pub mod server;
 mod throttle;
 mod trailers_only;
 
 pub use channel::{ChannelFuture, ConfigSource, GrpcChannel, channel};
 pub use chaos::{ChaosStatus, StatusResponse, chaos_status};
-pub use classify::{CodeSet, GrpcClassify, PUSHBACK_HEADER, head_status, is_overload, pushback};
+pub use classify::{
+    CodeSet, GrpcClassify, PUSHBACK_HEADER, answer_for_code, head_status, is_overload, pushback,
+};
 pub use code::{Code, UnknownCode};
 pub use connect::{BackoffConnector, ConnectError, ConnectFuture};
 pub use error::Error;
 pub use fallback::{FallbackAnswer, FallbackBody, GrpcFailure};
 pub use layer::{BoxError, GrpcFuture, GrpcLayer, GrpcLayerBuilder, GrpcService};
 pub use replay::{DEFAULT_GRPC_REPLAY_LIMIT, GrpcReplay, PREVIOUS_ATTEMPTS_HEADER};
+pub use replicas::{ReplicaError, ReplicaFuture, Replicas, channel_over};
 pub use throttle::{bucket_for, target_key};
 
 /// The crate README's example, compiled as a doctest.

@@ -90,6 +90,21 @@ where
                 HeaderValue::from(attempt.number - 1),
             );
         }
+        mark_endpoint(&mut request, attempt);
         request
+    }
+
+    fn once(&self, mut request: Self::Request, attempt: &Attempt) -> Self::Request {
+        mark_endpoint(&mut request, attempt);
+        request
+    }
+}
+
+/// Marks `request` with the endpoint the gate picked for `attempt`, if it
+/// picked one, for the service below to send it there
+/// ([`Replicas`](crate::Replicas)).
+fn mark_endpoint<B>(request: &mut Request<B>, attempt: &Attempt) {
+    if let Some(id) = attempt.endpoint {
+        request.extensions_mut().insert(id);
     }
 }

@@ -59,6 +59,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod balancing;
 mod duration;
 mod error;
 mod method;
@@ -113,6 +114,7 @@ impl ParseOptions {
 pub struct ServiceConfig {
     pub(crate) methods: Vec<MethodConfig>,
     pub(crate) throttling: Option<RetryThrottling>,
+    pub(crate) outlier: Option<steadfast::endpoint::OutlierDetection>,
 }
 
 impl ServiceConfig {
@@ -182,6 +184,31 @@ impl ServiceConfig {
     #[must_use]
     pub fn retry_throttling(&self) -> Option<&RetryThrottling> {
         self.throttling.as_ref()
+    }
+
+    /// gRFC A50's outlier detection, when the config's `loadBalancingConfig`
+    /// asks for it (`outlier_detection_experimental`, the first policy of
+    /// the list this client runs; its settings with A50's defaults, an
+    /// ejection rule left out not run). A channel over several endpoints
+    /// ([`channel_over`](crate::channel_over)) ejects by it; with none, it
+    /// picks by load alone, as gRPC clients do without the policy.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast_grpc::config::ServiceConfig;
+    /// let config = ServiceConfig::from_json(r#"{"loadBalancingConfig": [{"outlier_detection_experimental": {
+    ///     "interval": "5s",
+    ///     "failurePercentageEjection": {"threshold": 60, "requestVolume": 20},
+    ///     "childPolicy": [{"round_robin": {}}]}}]}"#)?;
+    /// let detection = config.outlier_detection().expect("asked for");
+    /// assert_eq!(detection.interval(), Duration::from_secs(5));
+    /// assert_eq!(detection.failure_percentage().map(|r| r.threshold), Some(60));
+    /// assert_eq!(detection.success_rate(), None); // not asked for: not run
+    /// # Ok::<(), steadfast_grpc::config::ServiceConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn outlier_detection(&self) -> Option<&steadfast::endpoint::OutlierDetection> {
+        self.outlier.as_ref()
     }
 
     /// The config of the method at `path` (`/package.Service/Method`, as on

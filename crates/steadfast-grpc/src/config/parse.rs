@@ -59,9 +59,14 @@ pub(crate) fn from_value(root: &Value, options: ParseOptions) -> Result<ServiceC
         None | Some(Value::Null) => None,
         Some(v) => Some(retry_throttling(v)?),
     };
+    let outlier = match root.get("loadBalancingConfig") {
+        None | Some(Value::Null) => None,
+        Some(v) => super::balancing::load_balancing(v)?,
+    };
     Ok(ServiceConfig {
         methods,
         throttling,
+        outlier,
     })
 }
 
@@ -73,7 +78,7 @@ fn describe(name: &MethodName) -> String {
     }
 }
 
-fn object<'a>(v: &'a Value, field: &str) -> Result<&'a Map<String, Value>> {
+pub(super) fn object<'a>(v: &'a Value, field: &str) -> Result<&'a Map<String, Value>> {
     v.as_object()
         .ok_or_else(|| ServiceConfigError::new(field, "must be an object", v))
 }
@@ -163,7 +168,7 @@ fn method_name(v: &Value, field: &str) -> Result<MethodName> {
     Ok(MethodName { service, method })
 }
 
-fn duration(v: &Value, field: &str, zero_ok: bool) -> Result<Duration> {
+pub(super) fn duration(v: &Value, field: &str, zero_ok: bool) -> Result<Duration> {
     let Value::String(text) = v else {
         return Err(ServiceConfigError::new(
             field,

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use steadfast::chaos::Chaos;
 use steadfast::clock::{AsyncClock, DefaultClock};
 use steadfast::deadline::DeadlineHeader;
+use steadfast::endpoint::Endpoints;
 use steadfast::limit::ConcurrencyLimit;
 use steadfast::policy::Limits;
 use steadfast::rate::RateLimit;
@@ -36,6 +37,7 @@ pub struct GrpcLayerBuilder<C = DefaultClock> {
     pub(super) rate: Option<RateLimit>,
     pub(super) chaos: Option<Chaos<ChaosStatus>>,
     pub(super) fallback: Option<Arc<FallbackFn>>,
+    pub(super) endpoints: Option<Endpoints>,
 }
 
 impl<C> fmt::Debug for GrpcLayerBuilder<C> {
@@ -47,6 +49,7 @@ impl<C> fmt::Debug for GrpcLayerBuilder<C> {
             .field("rate_limit", &self.rate)
             .field("chaos", &self.chaos)
             .field("fallback", &self.fallback.is_some())
+            .field("endpoints", &self.endpoints)
             .finish_non_exhaustive()
     }
 }
@@ -73,6 +76,7 @@ impl<C> GrpcLayerBuilder<C> {
             rate: self.rate,
             chaos: self.chaos,
             fallback: self.fallback,
+            endpoints: self.endpoints,
         }
     }
 
@@ -116,6 +120,20 @@ impl<C> GrpcLayerBuilder<C> {
     /// ```
     pub fn concurrency_limit(mut self, limit: ConcurrencyLimit) -> Self {
         self.concurrency = Some(limit);
+        self
+    }
+
+    /// An endpoint set: every attempt of every call (first, retry, hedged
+    /// copy) is sent to one of its endpoints, picked by load among the
+    /// healthy ones, a retry or a copy to one the call has not tried while
+    /// another is eligible; each attempt's status reaches its endpoint's
+    /// load and outlier detection. The layer marks each attempt's request
+    /// with the endpoint's [`EndpointId`](steadfast::endpoint::EndpointId)
+    /// (a request extension); the service under it sends it there:
+    /// [`Replicas`](crate::Replicas) does, and [`channel_over`](crate::channel_over)
+    /// builds the whole channel.
+    pub fn endpoints(mut self, endpoints: Endpoints) -> Self {
+        self.endpoints = Some(endpoints);
         self
     }
 
@@ -279,6 +297,7 @@ impl<C: AsyncClock> GrpcLayerBuilder<C> {
             rate,
             chaos,
             fallback,
+            endpoints,
         } = self;
         if chaos.as_ref().is_some_and(|c| !c.error_rate().is_never()) {
             return Err(ConfigError::new(
@@ -291,7 +310,8 @@ impl<C: AsyncClock> GrpcLayerBuilder<C> {
         // Every call runs under the executor (one attempt for a method
         // without a policy) when a limit must hold its attempt or a
         // fallback must see how it ended.
-        let executed = concurrency.is_some() || rate.is_some() || fallback.is_some();
+        let executed =
+            concurrency.is_some() || rate.is_some() || fallback.is_some() || endpoints.is_some();
         let bucket = config
             .retry_throttling()
             .map(|t| bucket_for(&target, *t))
@@ -315,6 +335,9 @@ impl<C: AsyncClock> GrpcLayerBuilder<C> {
                 }
                 if let Some(r) = &rate {
                     limits = limits.with_rate_limit(r.clone());
+                }
+                if let Some(set) = &endpoints {
+                    limits = limits.with_endpoints(set.clone());
                 }
                 limits
             };
@@ -346,6 +369,9 @@ impl<C: AsyncClock> GrpcLayerBuilder<C> {
             if let Some(r) = &rate {
                 limits = limits.with_rate_limit(r.clone());
             }
+            if let Some(set) = &endpoints {
+                limits = limits.with_endpoints(set.clone());
+            }
             Some(Route::Retry(once(limits, &clock)?, None))
         } else {
             None
@@ -361,6 +387,7 @@ impl<C: AsyncClock> GrpcLayerBuilder<C> {
                 fallback,
                 clock,
                 target,
+                endpoints,
             }),
             header,
         })

@@ -115,6 +115,7 @@ impl GrpcLayer {
             rate: None,
             chaos: None,
             fallback: None,
+            endpoints: None,
         }
     }
 }
@@ -133,6 +134,12 @@ impl<C: AsyncClock> GrpcLayer<C> {
     #[must_use]
     pub fn concurrency_limit(&self) -> Option<&ConcurrencyLimit> {
         self.routes.concurrency.as_ref()
+    }
+
+    /// The endpoint set every attempt is sent to one of, if it has one.
+    #[must_use]
+    pub fn endpoints(&self) -> Option<&steadfast::endpoint::Endpoints> {
+        self.routes.endpoints.as_ref()
     }
 }
 

@@ -43,6 +43,8 @@ pub(super) struct Routes<C> {
     pub(super) clock: C,
     // The server name, as the metrics' `grpc.target`.
     pub(super) target: Arc<str>,
+    /// The endpoints every attempt is sent to one of ([`GrpcLayerBuilder::endpoints`](super::GrpcLayerBuilder::endpoints)).
+    pub(super) endpoints: Option<steadfast::endpoint::Endpoints>,
 }
 
 impl<C> Routes<C> {

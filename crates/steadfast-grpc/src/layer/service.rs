@@ -55,6 +55,12 @@ impl<S, C> GrpcService<S, C> {
     pub fn concurrency_limit(&self) -> Option<&ConcurrencyLimit> {
         self.routes.concurrency.as_ref()
     }
+
+    /// The endpoint set every attempt is sent to one of, if it has one.
+    #[must_use]
+    pub fn endpoints(&self) -> Option<&steadfast::endpoint::Endpoints> {
+        self.routes.endpoints.as_ref()
+    }
 }
 
 /// The service each attempt is made on: the layer's chaos (if any) over

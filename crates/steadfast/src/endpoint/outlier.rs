@@ -2,7 +2,7 @@
 //! with Envoy's own rules where they differ ([`OutlierDetection::envoy`]).
 //!
 //! What each model counts as a failure is part of the model
-//! ([`Outcome`](super::Outcome)): A50 counts every call that was not OK,
+//! ([`Answer`](crate::call::Answer)): A50 counts every call that was not OK,
 //! Envoy counts server errors (5xx, and gateway errors for its own
 //! detector), never a 429 or another 4xx.
 
