@@ -82,6 +82,10 @@ pub struct GetArgs {
     #[arg(value_name = "URL", value_parser = url_value)]
     pub url: String,
 
+    /// Another replica of the same service, as scheme://host[:port] (repeatable): each attempt goes to URL's server or one of these, picked by load; a retry goes to one not tried yet, and one that keeps failing is set aside.
+    #[arg(long = "also", value_name = "ORIGIN", value_parser = origin_value)]
+    pub also: Vec<String>,
+
     /// The method (default GET, or POST when a body is given).
     #[arg(short = 'X', long = "request", value_name = "METHOD", value_parser = method_value)]
     pub method: Option<http::Method>,
@@ -184,6 +188,36 @@ fn url_value(text: &str) -> Result<String, String> {
             guess()
         )),
     }
+}
+
+/// Checks a replica's origin for `--also`: an absolute URL as [`url_value`]
+/// takes, with no path beyond `/`, no query and no fragment (the path and
+/// query are the main URL's).
+fn origin_value(text: &str) -> Result<String, String> {
+    let text = url_value(text)?;
+    let url = url::Url::parse(&text).map_err(|e| e.to_string())?;
+    if url.host_str().is_none() {
+        return Err("a replica needs a host: scheme://host[:port]".to_owned());
+    }
+    if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
+        return Err(format!(
+            "--also takes a replica's origin, scheme://host[:port], not a path: the path and query \
+             come from URL (did you mean {}://{}?)",
+            url.scheme(),
+            url.host_str()
+                .map_or_else(String::new, |h| match url.port() {
+                    Some(port) => format!("{h}:{port}"),
+                    None => h.to_owned(),
+                })
+        ));
+    }
+    Ok(text)
+}
+
+/// The origin of the main URL, for the set of replicas (`--also`).
+fn origin_of(url: &str) -> Result<String, String> {
+    let url = url::Url::parse(url).map_err(|e| e.to_string())?;
+    Ok(url.origin().ascii_serialization())
 }
 
 fn method_value(text: &str) -> Result<http::Method, String> {
@@ -342,6 +376,11 @@ fn client(args: &GetArgs, progress: bool) -> Result<Client, String> {
     }
     if let Some(n) = args.hedge {
         builder = builder.hedge(n, args.hedge_delay);
+    }
+    if !args.also.is_empty() {
+        let mut replicas = vec![origin_of(&args.url)?];
+        replicas.extend(args.also.iter().cloned());
+        builder = builder.endpoints(replicas);
     }
     builder
         .on_attempt(attempts::hook(args.verbose, progress))

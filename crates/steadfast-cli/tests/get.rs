@@ -571,3 +571,40 @@ async fn a_terminal_gets_a_progress_line_while_the_call_waits() {
     assert_eq!(stderr(&out), "");
     assert_eq!(server.seen.requests("/retry-after/1/01"), 2);
 }
+
+/// `--also`: another replica of the same service. The main URL's server
+/// refuses connections; every attempt that meets it goes on to the other,
+/// which serves the URL's path.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn also_sends_to_another_replica_when_the_first_refuses() {
+    let good = Server::start().await;
+    let dead = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.local_addr().expect("address")
+    };
+    let url = format!("http://{dead}/ok/0/x");
+    let also = format!("http://{}", good.addr);
+    for _ in 0..3 {
+        let out = get(&["--backoff", FAST, "-v", &url, "--also", &also]).await;
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        assert_eq!(out.stdout, b"ok");
+    }
+    assert_eq!(good.seen.requests("/ok/0/x"), 3);
+}
+
+#[test]
+fn also_with_a_path_is_a_usage_error() {
+    let out = Command::new(STEADFAST)
+        .args([
+            "get",
+            "http://127.0.0.1:1/item",
+            "--also",
+            "http://127.0.0.1:2/item",
+        ])
+        .output()
+        .expect("steadfast runs");
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("--also takes a replica's origin"), "{err}");
+    assert!(err.contains("did you mean http://127.0.0.1:2?"), "{err}");
+}
