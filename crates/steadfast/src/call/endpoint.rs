@@ -1,6 +1,7 @@
 //! The words for the endpoint an attempt went to: its identity, what its
 //! outcome says of it, and the endpoints a call has tried.
 
+use std::num::NonZeroU64;
 use std::sync::Arc;
 
 use super::Verdict;
@@ -10,21 +11,39 @@ use super::Verdict;
 /// by that set. An attempt made under a policy with an endpoint set knows
 /// it ([`Attempt::endpoint`](crate::Attempt::endpoint)), and a failed call's
 /// error lists the ones it tried ([`RetryError::endpoints`](crate::RetryError::endpoints)).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct EndpointId(u64);
+///
+/// An `Option<EndpointId>` is one word, so an [`Attempt`](crate::Attempt)
+/// carries it at the cost of eight bytes.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EndpointId(NonZeroU64);
 
 impl EndpointId {
     /// The identity numbered `n` (a set numbers its endpoints from 0 in
-    /// the order they are inserted).
+    /// the order they are inserted). `u64::MAX` is the same as
+    /// `u64::MAX - 1`: no set numbers that far.
+    ///
+    /// ```
+    /// use steadfast::endpoint::EndpointId;
+    /// assert_eq!(EndpointId::new(7).get(), 7);
+    /// ```
     #[must_use]
     pub const fn new(n: u64) -> Self {
-        Self(n)
+        match NonZeroU64::new(n.saturating_add(1)) {
+            Some(id) => Self(id),
+            None => unreachable!(),
+        }
     }
 
     /// The number behind it.
     #[must_use]
     pub const fn get(self) -> u64 {
-        self.0
+        self.0.get() - 1
+    }
+}
+
+impl std::fmt::Debug for EndpointId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("EndpointId").field(&self.get()).finish()
     }
 }
 
@@ -87,7 +106,7 @@ pub(crate) struct Tried {
 impl Default for Tried {
     fn default() -> Self {
         Self {
-            ids: [EndpointId(u64::MAX); MAX_TRIED],
+            ids: [EndpointId::new(u64::MAX); MAX_TRIED],
             len: 0,
             head: 0,
             last: None,
