@@ -382,7 +382,7 @@ impl Ticket {
     /// ([`Picked::judge`]: the classifier's [`answer`](Classify::answer),
     /// a [`Verdict::RetryAfter`]'s wait as the server's hint), reading
     /// `clock` only then.
-    #[inline]
+    #[inline(always)]
     pub fn finish<K: Classify<T, E>, T, E, C: Clock>(
         self,
         classify: &K,
@@ -392,7 +392,7 @@ impl Ticket {
     ) {
         let Self { permit, picked } = self;
         if let Some(picked) = picked {
-            picked.judge(classify, verdict, outcome, clock.now());
+            judge(picked, classify, verdict, outcome, clock);
         }
         if let Some(permit) = permit {
             let overloaded = verdict != Verdict::Success && classify.overloaded(outcome);
@@ -445,6 +445,19 @@ impl Ticket {
     pub(crate) fn picked(&self) -> Option<(EndpointId, &Arc<str>)> {
         self.picked.as_ref().map(|p| (p.id(), p.label()))
     }
+}
+
+/// The endpoint's part of [`Ticket::finish`], out of line: a ticket of
+/// limits without an endpoint set inlines to the slot's part alone.
+#[inline(never)]
+fn judge<K: Classify<T, E>, T, E, C: Clock>(
+    picked: Picked,
+    classify: &K,
+    verdict: Verdict,
+    outcome: &Result<T, E>,
+    clock: &C,
+) {
+    picked.judge(classify, verdict, outcome, clock.now());
 }
 
 impl From<Permit> for Ticket {
