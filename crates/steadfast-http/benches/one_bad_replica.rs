@@ -180,7 +180,10 @@ async fn run(strategy: Strategy, bad: Bad, calls: usize) -> Figures {
     for l in latencies {
         hist.record(l.max(1)).unwrap();
     }
-    let total: u64 = replicas.iter().map(|r| r.hits.load(Ordering::Relaxed)).sum();
+    let total: u64 = replicas
+        .iter()
+        .map(|r| r.hits.load(Ordering::Relaxed))
+        .sum();
     let on_bad = replicas[BAD].hits.load(Ordering::Relaxed);
     let ok = ok.load(Ordering::Relaxed) as f64;
     Figures {

@@ -7,6 +7,7 @@ use pin_project_lite::pin_project;
 use steadfast::backoff::Schedule;
 use steadfast::call::{Finish, Lend, Plain};
 use steadfast::clock::AsyncClock;
+use steadfast::limit::Permit;
 use steadfast::policy::gate::Ticket;
 use steadfast::retry::{Retry, RetryFuture, Retryable};
 use steadfast::{Attempt, Classify, RetryPolicy, Verdict};
@@ -149,8 +150,9 @@ pin_project! {
         Lean {
             #[pin]
             attempt: S::Future,
-            // The gate's ticket of the attempt.
-            ticket: Ticket,
+            // The gate's slot for the attempt (a lean policy's ticket holds
+            // no pick: one word).
+            slot: Option<Permit>,
             rest: Option<(Setup<S, Req, P, K, R, C, O>, R::Source)>,
         },
         /// The core's retry future, from the start or after the first
@@ -177,11 +179,12 @@ where
             Preparing::Done(Prepared::Replayable(source))
                 if layer.policy.is_lean() && steadfast::deadline::current().is_none() =>
             {
-                // The gate, never waiting: a call it does not admit now
-                // goes to the core, which asks it again (and waits, or
-                // refuses with its reason).
+                // The gate: a call it does not admit now goes to the core,
+                // which asks it again (and waits, or refuses with its
+                // reason). A lean policy has no endpoint set: the
+                // admission is the slot alone.
                 let limits = layer.policy.shared().policy().limits();
-                let Ok(ticket) = limits.admit_now(&[], &layer.clock) else {
+                let Ok(slot) = limits.admit_lean(&layer.clock) else {
                     let preparing = Preparing::Done(Prepared::Replayable(source));
                     return Self {
                         path: Path::Core {
@@ -192,13 +195,11 @@ where
                 // The readied service makes the first attempt; the future
                 // keeps it for the retries, which ready it again.
                 let mut service = service;
-                let mut first = Attempt::new(1);
-                first.endpoint = ticket.endpoint();
-                let attempt = service.call(layer.replay.replay(&source, &first));
+                let attempt = service.call(layer.replay.replay(&source, &Attempt::new(1)));
                 let policy = layer.policy.shared().clone();
                 Path::Lean {
                     attempt,
-                    ticket,
+                    slot,
                     rest: Some((Setup::new(service, layer, policy), source)),
                 }
             }
@@ -260,7 +261,7 @@ where
             match path.as_mut().project() {
                 PathProj::Lean {
                     attempt,
-                    ticket,
+                    slot,
                     rest,
                 } => {
                     let Some((setup, _)) = rest.as_ref() else {
@@ -268,7 +269,7 @@ where
                     };
                     let outcome = std::task::ready!(attempt.poll(cx));
                     let verdict = setup.classify.classify(&outcome);
-                    let ticket = std::mem::take(ticket);
+                    let ticket = Ticket::from_slot(slot.take());
                     let (outcome, ticket) = if verdict == Verdict::Success {
                         ticket.finish(&setup.classify, verdict, &outcome, &setup.clock);
                         match outcome {

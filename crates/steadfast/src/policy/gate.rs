@@ -130,6 +130,38 @@ impl Limits {
         avoid: &[EndpointId],
         clock: &C,
     ) -> Admission {
+        self.admit_steps(deadline, avoid, clock)
+    }
+
+    /// The gate for a lean first attempt (a policy with no endpoint set, no
+    /// deadline: see [`RetryPolicy::is_lean`](crate::RetryPolicy::is_lean)):
+    /// [`admit`](Self::admit)'s answer, an admission as its slot alone
+    /// (`Ok`), or the answer to wait for or end with (`Err`). Out of line,
+    /// and the ticket never leaves it: a lean call's future moves one word
+    /// for its admission, not a ticket of three (measured: the three-word
+    /// ticket made the awaited call under limits 17 ns slower).
+    ///
+    /// # Errors
+    /// The gate's answer when it is not an admission now: a turn or a
+    /// place in a queue to wait for, or a refusal.
+    #[inline(never)]
+    pub fn admit_lean<C: Clock>(&self, clock: &C) -> Result<Option<Permit>, Admission> {
+        match self.admit_steps(None, &[], clock) {
+            Admission::Admitted(ticket) => Ok(ticket.into_slot()),
+            other => Err(other),
+        }
+    }
+
+    /// The steps of [`admit`](Self::admit) (rate limit, concurrency limit,
+    /// endpoint), written once and inlined into its two out-of-line
+    /// entries.
+    #[inline(always)]
+    fn admit_steps<C: Clock>(
+        &self,
+        deadline: Option<Deadline>,
+        avoid: &[EndpointId],
+        clock: &C,
+    ) -> Admission {
         if let Some(rate) = self.rate_limit() {
             let max_wait = self.rate_limit_max_wait();
             if max_wait.is_zero() {
@@ -424,6 +456,24 @@ impl Ticket {
         }
         if let Some(permit) = permit {
             permit.finish(Signal::Dropped);
+        }
+    }
+
+    /// The slot alone, for a lean first attempt (whose policy has no
+    /// endpoint set, so the ticket holds no pick).
+    #[inline]
+    fn into_slot(self) -> Option<Permit> {
+        debug_assert!(self.picked.is_none(), "a lean policy has no endpoint set");
+        self.permit
+    }
+
+    /// The ticket of a lean first attempt's slot ([`Limits::admit_lean`]).
+    #[inline]
+    #[must_use]
+    pub fn from_slot(permit: Option<Permit>) -> Self {
+        Self {
+            permit,
+            picked: None,
         }
     }
 

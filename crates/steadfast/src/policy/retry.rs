@@ -125,7 +125,9 @@ impl<S> RetryPolicy<S> {
 
     /// Whether a call's first attempt needs no per-call state: no retry
     /// control to consult, no rate limit whose turn it may wait for (one
-    /// that refuses at once is asked on the way), no time limit to start.
+    /// that refuses at once is asked on the way), no time limit to start,
+    /// no endpoint set (whose pick the call's state records, so that a
+    /// retry goes elsewhere).
     /// Then
     /// [`decide`](Self::decide) says [`Decision::Succeed`](super::Decision::Succeed) for a
     /// [`Verdict::Success`](crate::call::Verdict::Success) whatever the state, and
@@ -422,10 +424,13 @@ impl<S: Schedule> RetryPolicyBuilder<S> {
         let limits = &policy.limits;
         // A rate limit that refuses at once is asked on the lean path too;
         // one whose turn may be waited for needs the running stage.
+        // An endpoint set makes every attempt's ticket hold a pick, which
+        // the running stage keeps: the lean first attempt holds a slot alone.
         policy.lean = limits.control().is_none()
             && limits.rate_limit_max_wait().is_zero()
             && limits.max_elapsed().is_none()
-            && policy.attempt_timeout.is_none();
+            && policy.attempt_timeout.is_none()
+            && limits.endpoints().is_none();
         policy.timed = limits.control().is_some_and(RetryControl::wants_durations);
         Ok(policy)
     }

@@ -14,8 +14,9 @@ use crate::call::{Attempt, Finish, Lend, Plain, RetryError, TryOperation, Verdic
 use crate::cancel::CancelToken;
 use crate::classify::Classify;
 use crate::clock::AsyncClock;
+use crate::limit::Permit;
 use crate::policy::RetryPolicy;
-use crate::policy::gate::{Admission, Ticket};
+use crate::policy::gate::Ticket;
 
 pin_project! {
     /// The async executor: the future a [`Retry`] becomes when awaited.
@@ -73,7 +74,10 @@ pin_project! {
         Gated {
             #[pin]
             attempt: Fut,
-            ticket: Ticket,
+            // The gate's slot: a lean policy has no endpoint set, so its
+            // ticket is the slot alone (one word, not the three of a
+            // ticket that may hold a pick: the future stays small).
+            slot: Option<Permit>,
         },
         /// Over: the call succeeded, stopped, or the running stage took over.
         Over,
@@ -240,11 +244,11 @@ where
                     let out = core.landed(this.running, outcome, Ticket::FREE, cx);
                     return out.map(|(r, e)| O::finish(r, || e));
                 }
-                FirstProj::Gated { attempt, ticket } => {
+                FirstProj::Gated { attempt, slot } => {
                     let Poll::Ready(outcome) = attempt.poll(cx) else {
                         return cancelled_or_pending::<O, _, _, _>(core.lean_pending(cx), first);
                     };
-                    let ticket = std::mem::take(ticket);
+                    let ticket = Ticket::from_slot(slot.take());
                     first.set(First::Over);
                     let out = core.landed(this.running, outcome, ticket, cx);
                     return out.map(|(r, e)| O::finish(r, || e));
@@ -275,19 +279,17 @@ where
                             first.set(First::Polling { attempt });
                             continue;
                         }
-                        let ticket = match limits.admit(None, &[], &core.clock) {
-                            Admission::Admitted(ticket) => ticket,
-                            admission => {
+                        let slot = match limits.admit_lean(&core.clock) {
+                            Ok(slot) => slot,
+                            Err(admission) => {
                                 first.set(First::Over);
                                 return core
                                     .not_admitted(this.running, admission, cx)
                                     .map(|(r, e)| O::finish(r, || e));
                             }
                         };
-                        let mut attempt = Attempt::new(1);
-                        attempt.endpoint = ticket.endpoint();
-                        let attempt = core.op.attempt(attempt);
-                        first.set(First::Gated { attempt, ticket });
+                        let attempt = core.op.attempt(Attempt::new(1));
+                        first.set(First::Gated { attempt, slot });
                         continue;
                     }
                     first.set(First::Over);

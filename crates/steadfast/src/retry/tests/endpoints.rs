@@ -69,13 +69,13 @@ fn a_blocking_retry_goes_to_an_endpoint_it_has_not_tried() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn an_async_retry_goes_elsewhere_from_the_lean_first_attempt_on() {
+async fn an_async_retry_goes_elsewhere_from_the_first_attempt_on() {
     let clock = VirtualClock::manual();
     let (set, _) = three(&clock);
     let policy = spread(3, &set);
-    // The policy is lean: its first attempt takes the lean path, whose
-    // ticket holds the pick; the running stage records it.
-    assert!(policy.is_lean());
+    // An endpoint set makes a policy not lean: the running stage records
+    // every pick from the first on.
+    assert!(!policy.is_lean());
     let first = Arc::new(Mutex::new(None));
     let value = {
         let first = Arc::clone(&first);
