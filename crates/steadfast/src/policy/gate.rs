@@ -469,7 +469,6 @@ impl Ticket {
 
     /// The ticket of a lean first attempt's slot ([`Limits::admit_lean`]).
     #[inline]
-    #[must_use]
     pub fn from_slot(permit: Option<Permit>) -> Self {
         Self {
             permit,
