@@ -74,7 +74,9 @@ async fn replica(bad: Option<Bad>) -> Replica {
                 let (delay, status) = match bad {
                     None => (1, StatusCode::OK),
                     Some(Bad::Always) => (1, StatusCode::INTERNAL_SERVER_ERROR),
-                    Some(Bad::Half) if n.is_multiple_of(2) => (1, StatusCode::INTERNAL_SERVER_ERROR),
+                    Some(Bad::Half) if n.is_multiple_of(2) => {
+                        (1, StatusCode::INTERNAL_SERVER_ERROR)
+                    }
                     Some(Bad::Half) => (1, StatusCode::OK),
                     Some(Bad::Slow) => (50, StatusCode::OK),
                 };

@@ -382,6 +382,30 @@ impl Endpoints {
         Some(Picked { entry, started })
     }
 
+    /// Whether an endpoint not in `avoid` is eligible now (ready and not
+    /// ejected): where a retry could go instead of waiting for the hint of
+    /// the endpoint that just answered. Reads only; runs no sweep.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use steadfast::endpoint::Endpoints;
+    /// let set = Endpoints::builder().build()?;
+    /// let a = set.insert("a:1", Instant::now());
+    /// let b = set.insert("b:1", Instant::now());
+    /// assert!(set.has_eligible(&[a]));
+    /// set.set_ready(b, false);
+    /// assert!(!set.has_eligible(&[a]));
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn has_eligible(&self, avoid: &[EndpointId]) -> bool {
+        self.list().iter().any(|e| {
+            e.ready.load(Ordering::Relaxed)
+                && !e.ejected.load(Ordering::Relaxed)
+                && !avoid.contains(&e.id)
+        })
+    }
+
     /// Every endpoint's state at `now`, for a dashboard or a test (reads
     /// only; runs no sweep).
     #[must_use]

@@ -237,7 +237,9 @@ impl<S: Schedule> RetryPolicy<S> {
     ///    [`StopReason::Exhausted`]; likewise when the schedule runs out;
     /// 4. the delay is the schedule's next one, or the server's hint for
     ///    [`Verdict::RetryAfter`] (after which the curve starts over); either
-    ///    is capped at `max_delay`;
+    ///    is capped at `max_delay`. Under an [endpoint set](crate::endpoint::Endpoints),
+    ///    a hint is its endpoint's: while an endpoint the call has not tried
+    ///    is eligible, the retry goes there on the schedule's delay instead;
     /// 5. a wait that would end at or past the deadline is not taken: stop as
     ///    [`StopReason::Deadline`] now, so no sleep is ever longer than the
     ///    time left;
@@ -277,6 +279,16 @@ impl<S: Schedule> RetryPolicy<S> {
             Verdict::Retry | Verdict::StopSending => None,
             Verdict::RetryAfter(hint) => Some(hint),
         };
+        // A server's hint is its endpoint's own (it raised that endpoint's
+        // load): while an endpoint the call has not tried is eligible, the
+        // retry goes there on the schedule's wait; only a call with nowhere
+        // else to go waits for the hint.
+        let hint = hint.filter(|_| {
+            !self
+                .limits
+                .endpoints()
+                .is_some_and(|set| set.has_eligible(state.avoid()))
+        });
         let now = clock.now();
         self.limits.hear(verdict, || {
             let started = state.attempt_started.take()?;

@@ -189,3 +189,47 @@ fn the_outcome_reaches_the_endpoint_it_came_from() {
         }
     }
 }
+
+/// A `Retry-After` is its endpoint's: with another endpoint untried the
+/// retry goes there on the schedule's wait (1 s), not the hint's (20 s);
+/// with nowhere else to go, the call waits for the hint.
+#[test]
+fn a_hint_is_waited_for_only_when_there_is_nowhere_else_to_go() {
+    let run = |replicas: &[&str]| {
+        let clock = VirtualClock::new();
+        let set = Endpoints::builder()
+            .seed(2)
+            .outlier_detection(None)
+            .build()
+            .unwrap();
+        for label in replicas {
+            set.insert(*label, clock.now());
+        }
+        let policy = spread(2, &set);
+        let started = clock.now();
+        let second_at = Mutex::new(None);
+        let value = (|a: Attempt| -> Result<u32, &'static str> {
+            if a.is_first() {
+                Err("busy")
+            } else {
+                *second_at.lock().unwrap() = Some(clock.now() - started);
+                Ok(a.number)
+            }
+        })
+        .retry_blocking(&policy)
+        .classify(|outcome: &Result<u32, &'static str>| match outcome {
+            Ok(_) => Verdict::Success,
+            Err(_) => Verdict::RetryAfter(secs(20)),
+        })
+        .clock(clock.clone())
+        .call();
+        assert_eq!(value, Ok(2));
+        second_at.into_inner().unwrap().expect("a second attempt")
+    };
+    assert_eq!(run(&["a:1", "b:1"]), secs(1), "elsewhere, on the schedule");
+    assert_eq!(
+        run(&["only:1"]),
+        secs(20),
+        "the hint, with nowhere else to go"
+    );
+}
