@@ -82,7 +82,7 @@ pub struct GetArgs {
     #[arg(value_name = "URL", value_parser = url_value)]
     pub url: String,
 
-    /// Another replica of the same service, as scheme://host[:port] (repeatable): each attempt goes to URL's server or one of these, picked by load; a retry goes to one not tried yet, and one that keeps failing is set aside.
+    /// Another replica of the same service, as scheme://host or scheme://host:port (repeatable): each attempt goes to URL's server or one of these, picked by load; a retry goes to one not tried yet, and one that keeps failing is set aside.
     #[arg(long = "also", value_name = "ORIGIN", value_parser = origin_value)]
     pub also: Vec<String>,
 
