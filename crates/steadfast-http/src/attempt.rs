@@ -177,6 +177,8 @@ pub(crate) struct AttemptConfig {
     pub(crate) chaos: Option<Chaos<reqwest::Response, ()>>,
     /// The base URL of each endpoint, under a client of several.
     pub(crate) routes: Option<Arc<[(EndpointId, Url)]>>,
+    /// The header that carries each attempt's number, if the user named one.
+    pub(crate) attempt_header: Option<HeaderName>,
 }
 
 impl fmt::Debug for AttemptConfig {
@@ -249,6 +251,11 @@ where
             if let Ok(value) = HeaderValue::from_str(text.as_str()) {
                 request.headers_mut().insert(name.clone(), value);
             }
+        }
+        if let Some(name) = &config.attempt_header {
+            request
+                .headers_mut()
+                .insert(name.clone(), HeaderValue::from(number));
         }
         // The URL is kept for the attempt's events only when someone listens.
         let listened = config.on_attempt.is_some() || tracing::enabled!(tracing::Level::DEBUG);

@@ -10,6 +10,7 @@
 //! | `steadfast.fallback` | counter | `call`, `reason` | every time a call's fallback answers |
 //! | `grpc.lb.outlier_detection.ejections_enforced` | counter | `grpc.lb.outlier_detection.detection_method` | every ejection by outlier detection (gRFC A91's name) |
 //! | `grpc.lb.outlier_detection.ejections_unenforced` | counter | `grpc.lb.outlier_detection.detection_method`, `grpc.lb.outlier_detection.unenforced_reason` | every outlier found and not ejected |
+//! | `steadfast.endpoint.retry_overflow` | counter | none | every retry or hedged copy an endpoint set's retry cap turned away (Envoy's `upstream_rq_retry_overflow`) |
 //! | `steadfast.rate.fleet` | counter | `limit`, `outcome` | every check of a fleet rate limit (`admitted`, `refused`, `cached`, `backend_error`, `timeout`, `local_admitted`, `local_refused`, `closed`) |
 
 /// The counter of a concurrency limit's refusals
@@ -99,4 +100,12 @@ pub(crate) fn ejection_unenforced(method: &'static str, reason: &'static str) {
     .increment(1);
     #[cfg(not(feature = "metrics"))]
     let _ = (method, reason);
+}
+
+/// An endpoint set's retry cap turned a retry or hedged copy away (Envoy's
+/// `upstream_rq_retry_overflow`).
+#[inline]
+pub(crate) fn retry_overflow() {
+    #[cfg(feature = "metrics")]
+    metrics::counter!("steadfast.endpoint.retry_overflow").increment(1);
 }

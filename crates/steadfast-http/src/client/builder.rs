@@ -59,6 +59,7 @@ pub struct ClientBuilder {
     header: Option<DeadlineHeader>,
     retry_non_idempotent: bool,
     idempotency_key: Option<HeaderName>,
+    attempt_header: Option<HeaderName>,
     classify: SharedClassifier,
     name: Option<&'static str>,
     on_attempt: Option<OnAttempt>,
@@ -91,6 +92,7 @@ impl fmt::Debug for ClientBuilder {
             .field("header", &self.header)
             .field("retry_non_idempotent", &self.retry_non_idempotent)
             .field("idempotency_key", &self.idempotency_key)
+            .field("attempt_header", &self.attempt_header)
             .field("name", &self.name)
             .field("on_attempt", &self.on_attempt.is_some())
             .field("fallback", &self.fallback.is_some())
@@ -115,6 +117,7 @@ impl Default for ClientBuilder {
             header: Some(DeadlineHeader::DEFAULT),
             retry_non_idempotent: false,
             idempotency_key: Some(HeaderName::from_static("idempotency-key")),
+            attempt_header: None,
             classify: Arc::new(DefaultClassifier),
             name: None,
             on_attempt: None,
@@ -344,6 +347,25 @@ impl ClientBuilder {
     /// method (default `Idempotency-Key`); `None` turns the rule off.
     pub fn idempotency_key_header(mut self, name: Option<HeaderName>) -> Self {
         self.idempotency_key = name;
+        self
+    }
+
+    /// Sends each attempt's number (1 for the first, 2 for the first retry
+    /// or hedged copy, ...) in header `name`, so that the server can tell
+    /// a retry from a first attempt (gRPC sends the attempts before it in
+    /// `grpc-previous-rpc-attempts`; HTTP has no standard name: pick
+    /// yours). Off by default.
+    ///
+    /// ```
+    /// use http::HeaderName;
+    /// let client = steadfast_http::Client::builder()
+    ///     .attempt_number_header(HeaderName::from_static("x-attempt"))
+    ///     .build()?;
+    /// # let _ = client;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn attempt_number_header(mut self, name: HeaderName) -> Self {
+        self.attempt_header = Some(name);
         self
     }
 
@@ -622,6 +644,7 @@ impl ClientBuilder {
             on_attempt: self.on_attempt,
             chaos: self.chaos,
             routes,
+            attempt_header: self.attempt_header,
         });
         let name = self.name.unwrap_or("http");
         let layers = Layers {

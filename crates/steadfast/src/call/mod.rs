@@ -49,7 +49,7 @@ pub use endpoint::{Answer, EndpointId};
 pub use error::RetryError;
 pub use lend::Lend;
 pub use operation::{Operation, TryOperation};
-pub use refused::{DEFAULT_LIMIT_NAME, LimitRefused, NO_ENDPOINT, RateRefused, Refused};
+pub use refused::{DEFAULT_LIMIT_NAME, LimitRefused, NO_ENDPOINT, RETRY_CAP, RateRefused, Refused};
 pub use report::{Ending, Finish, Plain, Report, Reported};
 pub use stats::HedgeStats;
 pub use stop::StopReason;

@@ -11,6 +11,9 @@ use super::StopReason;
 /// What [`Refused::by`] names for an endpoint set with no endpoint ready.
 pub const NO_ENDPOINT: &str = "endpoint set";
 
+/// What [`Refused::by`] names for an endpoint set's retry cap.
+pub const RETRY_CAP: &str = "retry cap";
+
 /// The name of a concurrency limit that was not given one.
 pub const DEFAULT_LIMIT_NAME: &str = "concurrency limit";
 
@@ -128,6 +131,9 @@ impl std::error::Error for RateRefused {}
 /// assert_eq!(open.to_string(), "refused by circuit breaker, for 5.0s more");
 /// let none = Refused::NoEndpoint { endpoints: 3 };
 /// assert_eq!((none.to_string(), none.reason(false)), ("no endpoint ready (of 3)".to_owned(), StopReason::NoEndpoint));
+/// let capped = Refused::RetryCap { in_flight: 3, cap: 3 };
+/// assert_eq!(capped.to_string(), "retry cap reached: 3 retries in flight over the endpoint set, cap 3");
+/// assert_eq!(capped.reason(false), StopReason::RetryCapped);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -151,6 +157,16 @@ pub enum Refused {
         /// How many endpoints the set had, none of them ready.
         endpoints: u32,
     },
+    /// The policy's [endpoint set](crate::endpoint::Endpoints) had as many
+    /// retries and hedged copies in flight as its
+    /// [retry cap](crate::endpoint::RetryCap) allows: the retry (or copy)
+    /// was not sent.
+    RetryCap {
+        /// Retries and hedged copies in flight over the set then.
+        in_flight: u32,
+        /// The cap then (its share of the attempts in flight, or its floor).
+        cap: u32,
+    },
 }
 
 impl Refused {
@@ -162,6 +178,7 @@ impl Refused {
             Self::Rate(r) => r.by,
             Self::Limit(l) => l.by,
             Self::NoEndpoint { .. } => NO_ENDPOINT,
+            Self::RetryCap { .. } => RETRY_CAP,
         }
     }
 
@@ -173,7 +190,7 @@ impl Refused {
         match self {
             Self::Control { by, .. } => Some(by),
             Self::Rate(r) => Some(r.by),
-            Self::Limit(_) | Self::NoEndpoint { .. } => None,
+            Self::Limit(_) | Self::NoEndpoint { .. } | Self::RetryCap { .. } => None,
         }
     }
 
@@ -182,7 +199,10 @@ impl Refused {
     pub const fn limit_refused(&self) -> Option<LimitRefused> {
         match self {
             Self::Limit(l) => Some(*l),
-            Self::Control { .. } | Self::Rate(_) | Self::NoEndpoint { .. } => None,
+            Self::Control { .. }
+            | Self::Rate(_)
+            | Self::NoEndpoint { .. }
+            | Self::RetryCap { .. } => None,
         }
     }
 
@@ -194,7 +214,7 @@ impl Refused {
         match self {
             Self::Control { retry_after, .. } => *retry_after,
             Self::Rate(r) => r.retry_after,
-            Self::Limit(_) | Self::NoEndpoint { .. } => None,
+            Self::Limit(_) | Self::NoEndpoint { .. } | Self::RetryCap { .. } => None,
         }
     }
 
@@ -203,11 +223,13 @@ impl Refused {
     /// refusal is [`StopReason::Throttled`]; a concurrency limit's is
     /// [`StopReason::LimitReached`], or [`StopReason::Deadline`] when the
     /// wait in its queue ran into the deadline; an endpoint set with none
-    /// ready is [`StopReason::NoEndpoint`].
+    /// ready is [`StopReason::NoEndpoint`], its retry cap
+    /// [`StopReason::RetryCapped`].
     #[must_use]
     pub const fn reason(&self, expired: bool) -> StopReason {
         match self {
             Self::NoEndpoint { .. } => StopReason::NoEndpoint,
+            Self::RetryCap { .. } => StopReason::RetryCapped,
             Self::Control { .. } | Self::Rate(_) => StopReason::Throttled,
             Self::Limit(_) if expired => StopReason::Deadline,
             Self::Limit(_) => StopReason::LimitReached,
@@ -243,6 +265,10 @@ impl fmt::Display for Refused {
             Self::NoEndpoint { endpoints } => {
                 write!(f, "no endpoint ready (of {endpoints})")
             }
+            Self::RetryCap { in_flight, cap } => write!(
+                f,
+                "retry cap reached: {in_flight} retries in flight over the endpoint set, cap {cap}"
+            ),
         }
     }
 }

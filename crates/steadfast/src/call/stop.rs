@@ -34,6 +34,11 @@ pub enum StopReason {
     /// endpoint ready for the next attempt (none connected, or none at
     /// all).
     NoEndpoint,
+    /// The policy's [endpoint set](crate::endpoint::Endpoints) had as many
+    /// retries and hedged copies in flight as its
+    /// [retry cap](crate::endpoint::RetryCap) allows, so the retry was not
+    /// sent: the call ends with its last attempt's outcome.
+    RetryCapped,
 }
 
 impl StopReason {
@@ -53,6 +58,7 @@ impl StopReason {
             Self::NotReplayable => "request not replayable",
             Self::LimitReached => "concurrency limit reached",
             Self::NoEndpoint => "no endpoint ready",
+            Self::RetryCapped => "retry cap of the endpoint set reached",
             Self::NoTimer => {
                 "no timer: the clock cannot sleep outside its runtime (TokioClock needs a tokio runtime; elsewhere enable steadfast's `futures-timer` or `async-io` feature and pass `.clock(FuturesTimerClock)` or `.clock(AsyncIoClock)`)"
             }

@@ -16,7 +16,10 @@
 //!   of the parts above; a pick is a [`Picked`], finished with the
 //!   attempt's [`Answer`] and the server's hint, both of which the
 //!   classifier says ([`Classify::answer`](crate::Classify::answer),
-//!   [`Verdict::RetryAfter`](crate::Verdict::RetryAfter): [`Picked::judge`]).
+//!   [`Verdict::RetryAfter`](crate::Verdict::RetryAfter): [`Picked::judge`]);
+//! - [`RetryCap`]: the retries and hedged copies in flight over the set,
+//!   a share of its attempts in flight with a floor (Envoy's
+//!   `retry_budget`), shared by every caller: a retry over it is not sent.
 //!
 //! A policy given a set ([`Limits::with_endpoints`](crate::policy::Limits::with_endpoints))
 //! picks an endpoint for every attempt in its gate, after the rate and
@@ -44,6 +47,7 @@ mod detector;
 mod load;
 mod outlier;
 mod pick;
+mod retry_cap;
 mod set;
 
 pub use crate::call::{Answer, EndpointId};
@@ -53,7 +57,8 @@ pub use outlier::{
     Consecutive, FailurePercentage, Model, OutlierDetection, OutlierDetectionBuilder, SuccessRate,
 };
 pub use pick::{Candidates, power_of_two};
-pub use set::{EndpointState, Endpoints, EndpointsBuilder, Picked};
+pub use retry_cap::RetryCap;
+pub use set::{EndpointState, Endpoints, EndpointsBuilder, InFlight, Picked};
 
 #[cfg(all(test, not(loom)))]
 mod tests;

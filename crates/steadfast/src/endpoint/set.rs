@@ -11,7 +11,8 @@ use super::detector::{Detector, Event, Host, Method};
 use super::load::{DEFAULT_DECAY, DEFAULT_RTT, PeakEwma};
 use super::outlier::OutlierDetection;
 use super::pick::{Candidates, power_of_two};
-use crate::call::{Answer, EndpointId, Verdict};
+use super::retry_cap::{Flight, RetryCap};
+use crate::call::{Answer, EndpointId, Refused, Verdict};
 use crate::classify::Classify;
 use crate::config_error::ConfigError;
 use crate::rng::Rng;
@@ -35,6 +36,19 @@ pub struct EndpointState {
     pub multiplier: u32,
 }
 
+/// The attempts in flight over an [`Endpoints`] set, as
+/// [`Endpoints::flight`] shows them: what its [`RetryCap`] is checked
+/// against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InFlight {
+    /// Attempts in flight (first attempts, retries and hedged copies).
+    pub attempts: u64,
+    /// The retries and hedged copies among them.
+    pub retries: u64,
+    /// Retries and copies the cap turned away, ever.
+    pub overflows: u64,
+}
+
 struct Entry {
     id: EndpointId,
     label: Arc<str>,
@@ -43,6 +57,8 @@ struct Entry {
     shared: Weak<Shared>,
     /// The set's origin: a pick's start is kept as nanoseconds after it.
     origin: Instant,
+    /// The set's attempts in flight (every entry's share of them).
+    flight: Arc<Flight>,
     ready: AtomicBool,
     ejected: AtomicBool,
     in_flight: AtomicU64,
@@ -75,6 +91,8 @@ struct Shared {
     decay: Duration,
     default_rtt: Duration,
     panic_threshold: u32,
+    retry_cap: Option<RetryCap>,
+    flight: Arc<Flight>,
     /// The detection's configuration, read without the sweeps' lock (what
     /// counts as a failure, the consecutive thresholds).
     outlier: Option<OutlierDetection>,
@@ -149,6 +167,7 @@ pub struct EndpointsBuilder {
     decay: Duration,
     default_rtt: Duration,
     panic_threshold: u32,
+    retry_cap: Option<RetryCap>,
     outlier: Option<OutlierDetection>,
     seed: Option<u64>,
 }
@@ -171,6 +190,15 @@ impl EndpointsBuilder {
     /// ejection (default 50; 0 never does).
     pub fn panic_threshold(mut self, percent: u32) -> Self {
         self.panic_threshold = percent;
+        self
+    }
+
+    /// The cap on the retries and hedged copies in flight over the set,
+    /// shared by every clone and every caller, or `None` for none
+    /// (default: [`RetryCap::default`], 20 % of the attempts in flight, at
+    /// least 3).
+    pub fn retry_cap(mut self, cap: Option<RetryCap>) -> Self {
+        self.retry_cap = cap;
         self
     }
 
@@ -222,6 +250,8 @@ impl EndpointsBuilder {
                 decay: self.decay,
                 default_rtt: self.default_rtt,
                 panic_threshold: self.panic_threshold,
+                retry_cap: self.retry_cap,
+                flight: Arc::new(Flight::new()),
                 outlier,
                 list: RwLock::new(Arc::from(Vec::new())),
                 sweeps,
@@ -236,12 +266,14 @@ impl EndpointsBuilder {
 
 impl Endpoints {
     /// A builder: 10 s decay, 1 s default round trip, panic under 50 %
-    /// eligible, gRFC A50 outlier detection.
+    /// eligible, retries capped at 20 % of the attempts in flight (at
+    /// least 3), gRFC A50 outlier detection.
     pub fn builder() -> EndpointsBuilder {
         EndpointsBuilder {
             decay: DEFAULT_DECAY,
             default_rtt: DEFAULT_RTT,
             panic_threshold: 50,
+            retry_cap: Some(RetryCap::default()),
             outlier: Some(OutlierDetection::default()),
             seed: None,
         }
@@ -257,6 +289,7 @@ impl Endpoints {
             label: label.into(),
             shared: Arc::downgrade(&self.shared),
             origin,
+            flight: Arc::clone(&self.shared.flight),
             ready: AtomicBool::new(true),
             ejected: AtomicBool::new(false),
             in_flight: AtomicU64::new(0),
@@ -346,8 +379,59 @@ impl Endpoints {
     /// [`pick`](Self::pick), among the endpoints not in `avoid` while any
     /// of those is eligible (a retry going elsewhere than where the call
     /// already went).
+    ///
+    /// The pick counts as a first attempt: a retry or a hedged copy is
+    /// [`pick_retry`](Self::pick_retry), under the set's retry cap.
     #[must_use]
     pub fn pick_avoiding(&self, now: Instant, avoid: &[EndpointId]) -> Option<Picked> {
+        self.pick_as(now, avoid, false).ok()
+    }
+
+    /// The pick for a retry or a hedged copy of a call that already went
+    /// to the endpoints in `avoid`: [`pick_avoiding`](Self::pick_avoiding),
+    /// under the set's [`RetryCap`]. The pick holds its place among the
+    /// retries in flight until finished or dropped.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use steadfast::call::Refused;
+    /// use steadfast::endpoint::{Endpoints, RetryCap};
+    /// let set = Endpoints::builder().retry_cap(Some(RetryCap::new(20, 1)?)).build()?;
+    /// let now = Instant::now();
+    /// let a = set.insert("a:1", now);
+    /// set.insert("b:1", now);
+    /// let first = set.pick(now).expect("ready");
+    /// let retry = set.pick_retry(now, &[first.id()]).expect("under the floor of one");
+    /// // A second retry in flight passes the floor (and 20 % of two attempts).
+    /// let refused = set.pick_retry(now, &[a]).unwrap_err();
+    /// assert_eq!(refused, Refused::RetryCap { in_flight: 1, cap: 1 });
+    /// assert_eq!(set.flight().overflows, 1);
+    /// drop(retry);
+    /// assert!(set.pick_retry(now, &[a]).is_ok());
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Refused::NoEndpoint`] when no endpoint is ready,
+    /// [`Refused::RetryCap`] when the set has as many retries in flight as
+    /// its cap allows.
+    pub fn pick_retry(&self, now: Instant, avoid: &[EndpointId]) -> Result<Picked, Refused> {
+        self.pick_as(now, avoid, true)
+    }
+
+    /// The pick for the gate: a retry (under the cap) when the call
+    /// already went somewhere (`avoid` is the endpoints it tried, empty
+    /// only for its first attempt or copy).
+    #[inline]
+    pub(crate) fn pick_attempt(
+        &self,
+        now: Instant,
+        avoid: &[EndpointId],
+    ) -> Result<Picked, Refused> {
+        self.pick_as(now, avoid, !avoid.is_empty())
+    }
+
+    fn pick_as(&self, now: Instant, avoid: &[EndpointId], retry: bool) -> Result<Picked, Refused> {
         self.shared.sweep_if_due(now);
         let list = self.list();
         let in_service =
@@ -375,11 +459,47 @@ impl Endpoints {
                 power_of_two(&view, &mut rng)
             }
             None => PICK_RNG.with(|rng| power_of_two(&view, &mut rng.borrow_mut())),
-        }?;
+        }
+        .ok_or(Refused::NoEndpoint {
+            endpoints: u32::try_from(list.len()).unwrap_or(u32::MAX),
+        })?;
+        if retry {
+            self.shared.flight.start_retry(self.shared.retry_cap)?;
+        } else {
+            self.shared.flight.start();
+        }
         let entry = Arc::clone(&list[i]);
         entry.in_flight.fetch_add(1, Ordering::Relaxed);
-        let started = nanos(now.saturating_duration_since(entry.origin)).min(DONE - 1);
-        Some(Picked { entry, started })
+        let started = nanos(now.saturating_duration_since(entry.origin)).min(RETRY - 1);
+        Ok(Picked {
+            entry,
+            started: if retry { started | RETRY } else { started },
+        })
+    }
+
+    /// The attempts in flight over the set now, the retries and copies
+    /// among them, and the retries its cap turned away.
+    #[must_use]
+    pub fn flight(&self) -> InFlight {
+        let (attempts, retries) = self.shared.flight.in_flight();
+        InFlight {
+            attempts,
+            retries,
+            overflows: self.shared.flight.overflows(),
+        }
+    }
+
+    /// How many retries and copies the set's cap turned away, ever
+    /// (Envoy's `upstream_rq_retry_overflow`).
+    #[must_use]
+    pub fn retry_overflows(&self) -> u64 {
+        self.shared.flight.overflows()
+    }
+
+    /// The set's retry cap, if it has one.
+    #[must_use]
+    pub fn retry_cap(&self) -> Option<RetryCap> {
+        self.shared.retry_cap
     }
 
     /// Whether an endpoint not in `avoid` is eligible now (ready and not
@@ -643,13 +763,18 @@ impl<U: Fn(&Entry) -> bool> Candidates for View<'_, U> {
 pub struct Picked {
     entry: Arc<Entry>,
     /// When the call started on it, in nanoseconds after the set's
-    /// origin ([`DONE`] once finished): two words, so that a ticket holding
-    /// it stays small.
+    /// origin, and in the top bit ([`RETRY`]) whether it is a retry or a
+    /// hedged copy ([`DONE`] once finished): two words, so that a ticket
+    /// holding it stays small.
     started: u64,
 }
 
 /// A finished pick's `started`.
 const DONE: u64 = u64::MAX;
+
+/// The bit of `started` that marks a retry or a copy (292 years of
+/// nanoseconds below it).
+const RETRY: u64 = 1 << 63;
 
 impl std::fmt::Debug for Picked {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -680,9 +805,11 @@ impl Picked {
     /// while it asked for room. The outcome counts for outlier detection as
     /// its model says, and a sweep runs if one is due.
     pub fn finish(mut self, answer: Answer, hint: Option<Duration>, now: Instant) {
-        let started = std::mem::replace(&mut self.started, DONE);
+        let word = std::mem::replace(&mut self.started, DONE);
+        let started = word & !RETRY;
         let entry = &self.entry;
         entry.in_flight.fetch_sub(1, Ordering::Relaxed);
+        entry.flight.end(word & RETRY != 0);
         // A server error or a hint is a penalty; anything else (a success,
         // a 4xx without a hint) a sample of the round trip.
         let penalty =
@@ -744,6 +871,7 @@ impl Drop for Picked {
     fn drop(&mut self) {
         if self.started != DONE {
             self.entry.in_flight.fetch_sub(1, Ordering::Relaxed);
+            self.entry.flight.end(self.started & RETRY != 0);
         }
     }
 }

@@ -28,7 +28,10 @@
 //! 3. **the endpoint**, under an [endpoint set](crate::endpoint::Endpoints):
 //!    the power of two choices among the eligible endpoints, those the call
 //!    has not tried first (`avoid`), or, with none ready, a refusal
-//!    ([`Refused::NoEndpoint`]). It comes last, right before the attempt
+//!    ([`Refused::NoEndpoint`]); a retry or hedged copy (a call that
+//!    already went somewhere: `avoid` not empty) also takes a place under
+//!    the set's [retry cap](crate::endpoint::RetryCap), or is refused
+//!    ([`Refused::RetryCap`]). It comes last, right before the attempt
 //!    is sent, so that an attempt waiting for a turn or a slot weighs on no
 //!    endpoint's load. The ticket holds the pick
 //!    ([`Ticket::endpoint`]) and, when finished, tells the endpoint what the
@@ -256,8 +259,8 @@ impl Limits {
     }
 
     /// Step 3: the endpoint, if the limits have a set; the ticket holds it
-    /// and `permit`. With none ready, the refusal (and `permit` goes back
-    /// unused).
+    /// and `permit`. With none ready, or a retry (`avoid` not empty) over
+    /// the set's retry cap, the refusal (and `permit` goes back unused).
     #[inline]
     fn seat<C: Clock>(
         &self,
@@ -271,15 +274,11 @@ impl Limits {
                 picked: None,
             });
         };
-        match set.pick_avoiding(clock.now(), avoid) {
-            Some(picked) => Ok(Ticket {
-                permit,
-                picked: Some(picked),
-            }),
-            None => Err(Refused::NoEndpoint {
-                endpoints: u32::try_from(set.len()).unwrap_or(u32::MAX),
-            }),
-        }
+        let picked = set.pick_attempt(clock.now(), avoid)?;
+        Ok(Ticket {
+            permit,
+            picked: Some(picked),
+        })
     }
 }
 

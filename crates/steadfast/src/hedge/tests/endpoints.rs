@@ -52,3 +52,47 @@ async fn copies_go_to_distinct_endpoints() {
             .all(|e| e.in_flight == 0)
     );
 }
+
+/// Hedged copies count under the set's retry cap: with a floor of one and
+/// no share, one copy goes beside the first, the next is not sent; the
+/// call still gets its answer, and every place is given back.
+#[tokio::test(start_paused = true)]
+async fn copies_count_under_the_retry_cap() {
+    let set = Endpoints::builder()
+        .seed(5)
+        .outlier_detection(None)
+        .retry_cap(Some(crate::endpoint::RetryCap::new(0, 1).unwrap()))
+        .build()
+        .unwrap();
+    for label in ["a:1", "b:1", "c:1", "d:1"] {
+        set.insert(label, TokioClock.now());
+    }
+    let policy = HedgePolicy::builder(ms(10))
+        .max_attempts(4)
+        .endpoints(set.clone())
+        .build()
+        .unwrap();
+    let sent: Arc<Mutex<Vec<u32>>> = Arc::default();
+    let report = {
+        let sent = Arc::clone(&sent);
+        (move |a: Attempt| {
+            sent.lock().unwrap().push(a.number);
+            async move {
+                tokio::time::sleep(ms(100)).await;
+                Ok::<_, &str>(a.number)
+            }
+        })
+        .hedge(policy)
+        .clock(TokioClock)
+        .report()
+        .await
+    };
+    assert_eq!(report.result, Ok(1));
+    assert_eq!(
+        *sent.lock().unwrap(),
+        vec![1, 2],
+        "the third copy was capped"
+    );
+    assert!(set.retry_overflows() >= 1);
+    assert_eq!(set.flight().attempts, 0);
+}

@@ -233,3 +233,99 @@ fn a_hint_is_waited_for_only_when_there_is_nowhere_else_to_go() {
         "the hint, with nowhere else to go"
     );
 }
+
+/// Three endpoints under a retry cap of `percent` % with a floor of `min`.
+fn capped(clock: &VirtualClock, percent: u32, min: u32) -> Endpoints {
+    let set = Endpoints::builder()
+        .seed(13)
+        .outlier_detection(None)
+        .retry_cap(Some(crate::endpoint::RetryCap::new(percent, min).unwrap()))
+        .build()
+        .unwrap();
+    for label in ["a:1", "b:1", "c:1"] {
+        set.insert(label, clock.now());
+    }
+    set
+}
+
+/// A retry over the set's cap is not sent: the call stops with its last
+/// attempt's outcome and says why; the set counts it; a first attempt is
+/// never capped.
+#[tokio::test(start_paused = true)]
+async fn a_retry_over_the_cap_is_not_sent() {
+    let clock = VirtualClock::manual();
+    let set = capped(&clock, 0, 0);
+    let policy = spread(3, &set);
+    let calls = Arc::new(Mutex::new(0_u32));
+    let err = {
+        let calls = Arc::clone(&calls);
+        (move |_: Attempt| {
+            *calls.lock().unwrap() += 1;
+            async { Err::<(), _>("unavailable") }
+        })
+        .retry(&policy)
+        .await
+        .unwrap_err()
+    };
+    assert_eq!(*calls.lock().unwrap(), 1, "only the first attempt went");
+    assert_eq!(err.reason(), StopReason::RetryCapped);
+    assert_eq!(err.attempts(), 1);
+    assert_eq!(err.last_error(), Some(&"unavailable"));
+    assert_eq!(
+        err.refusal(),
+        Some(Refused::RetryCap {
+            in_flight: 0,
+            cap: 0
+        })
+    );
+    assert_eq!(set.retry_overflows(), 1);
+    assert_eq!(set.flight().attempts, 0, "every pick was given back");
+}
+
+/// The cap is shared by every caller of the set: while one call's retry
+/// holds the only place (a floor of one, no share), another call's retry
+/// is turned away, and the first call goes on. Blocking, the second call
+/// made inside the first one's retry: no thread, no timing.
+#[test]
+fn the_cap_is_shared_by_every_caller() {
+    let clock = VirtualClock::new();
+    let set = capped(&clock, 0, 1);
+    let policy = spread(3, &set);
+    let inner = Mutex::new(None);
+    let value = (|a: Attempt| -> Result<u32, &'static str> {
+        if a.is_first() {
+            return Err("unavailable");
+        }
+        // The retry holds the one place: another call's retry is capped.
+        assert_eq!(set.flight().retries, 1);
+        let other = (|_: Attempt| Err::<u32, _>("unavailable"))
+            .retry_blocking(&policy)
+            .clock(clock.clone())
+            .call()
+            .unwrap_err();
+        *inner.lock().unwrap() = Some((other.reason(), other.attempts()));
+        Ok(a.number)
+    })
+    .retry_blocking(&policy)
+    .clock(clock.clone())
+    .call();
+    assert_eq!(value, Ok(2));
+    assert_eq!(
+        inner.into_inner().unwrap(),
+        Some((StopReason::RetryCapped, 1))
+    );
+    assert_eq!(set.retry_overflows(), 1);
+    // Once the retry ended, the place is free again.
+    assert_eq!(set.flight().retries, 0);
+    let again = (|a: Attempt| {
+        if a.is_first() {
+            Err("unavailable")
+        } else {
+            Ok(a.number)
+        }
+    })
+    .retry_blocking(&policy)
+    .clock(clock)
+    .call();
+    assert_eq!(again, Ok(2));
+}
