@@ -217,6 +217,7 @@ fn attempt_failed(code: Code, headers: Option<&HeaderMap>, verdict: Verdict) {
         .and_then(|v| v.to_str().ok());
     let next = match verdict {
         Verdict::Retry => "retry (or the next copy) after the backoff",
+        Verdict::Unsent => "requeue: the request never reached the server",
         Verdict::RetryAfter(_) => "retry (or the next copy) after the server's pushback",
         Verdict::StopSending => "stop sending: the server's pushback forbids a retry",
         Verdict::Stop => "stop: not a retryable status",

@@ -19,6 +19,13 @@ pub type Outcome = Result<reqwest::Response, reqwest::Error>;
 /// the other 4xx), and errors that no retry can fix (a request that could
 /// not be built, a redirect loop) stop the call.
 ///
+/// A connection that could not be made (refused, or not made in time) is
+/// [`Verdict::Unsent`]: the request was never written, so sending it again
+/// cannot do its work twice. Over several endpoints
+/// ([`ClientBuilder::endpoints`](crate::ClientBuilder::endpoints)) such a
+/// call is requeued to another endpoint without using an attempt, a POST
+/// included; over one, it is an ordinary retry (a POST's is not made).
+///
 /// It also says which outcomes are signs of overload
 /// ([`Classify::overloaded`]): a 429 or 503 response, and a transport error
 /// that is a timeout. Those are drop signals for a
@@ -111,6 +118,9 @@ impl Classify<reqwest::Response, reqwest::Error> for DefaultClassifier {
                 }
             }
             Ok(_) => Verdict::Success,
+            // No connection, so nothing was written: safe to send again
+            // even when not idempotent (requeued under an endpoint set).
+            Err(e) if e.is_connect() => Verdict::Unsent,
             Err(e) if Self::is_retryable_error(e) => Verdict::Retry,
             Err(_) => Verdict::Stop,
         }

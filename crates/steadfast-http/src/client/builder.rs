@@ -48,6 +48,7 @@ use steadfast::endpoint::EndpointId;
 pub struct ClientBuilder {
     reqwest: Option<reqwest::Client>,
     attempts: u32,
+    max_requeues: u32,
     backoff: Option<Backoff>,
     max_delay: Option<Duration>,
     deadline: Option<Duration>,
@@ -82,6 +83,7 @@ impl fmt::Debug for ClientBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ClientBuilder")
             .field("attempts", &self.attempts)
+            .field("max_requeues", &self.max_requeues)
             .field("backoff", &self.backoff)
             .field("max_delay", &self.max_delay)
             .field("deadline", &self.deadline)
@@ -106,6 +108,7 @@ impl Default for ClientBuilder {
         Self {
             reqwest: None,
             attempts: 3,
+            max_requeues: steadfast::policy::DEFAULT_MAX_REQUEUES,
             backoff: None,
             max_delay: None,
             deadline: None,
@@ -347,6 +350,16 @@ impl ClientBuilder {
     /// method (default `Idempotency-Key`); `None` turns the rule off.
     pub fn idempotency_key_header(mut self, name: Option<HeaderName>) -> Self {
         self.idempotency_key = name;
+        self
+    }
+
+    /// Over several [`endpoints`](Self::endpoints), the most times a call
+    /// whose connection could not be made is *requeued*: sent at once to
+    /// another endpoint without using an attempt, a POST included (it was
+    /// never written). Default 3; 0 makes such a failure an ordinary
+    /// retry. See [`RetryPolicyBuilder::max_requeues`](steadfast::policy::RetryPolicyBuilder::max_requeues).
+    pub fn max_requeues(mut self, requeues: u32) -> Self {
+        self.max_requeues = requeues;
         self
     }
 
@@ -715,6 +728,7 @@ impl ClientBuilder {
     ) -> Result<RetryPolicy, ConfigError> {
         let mut b = RetryPolicy::builder()
             .max_attempts(attempts)
+            .max_requeues(self.max_requeues)
             .limits(|l| self.limits(l, endpoints));
         if let Some(backoff) = self.backoff {
             b = b.backoff(backoff);

@@ -69,19 +69,23 @@ pub enum Answer {
 
 impl Answer {
     /// What a verdict alone says, for a classifier that knows nothing
-    /// more: a success is [`Ok`](Self::Ok), anything else the endpoint's
-    /// [`ServerError`](Self::ServerError).
+    /// more: a success is [`Ok`](Self::Ok), a request that never got
+    /// through ([`Verdict::Unsent`]) a [`GatewayError`](Self::GatewayError),
+    /// anything else the endpoint's [`ServerError`](Self::ServerError).
     ///
     /// ```
     /// use steadfast::Verdict;
     /// use steadfast::endpoint::Answer;
     /// assert_eq!(Answer::of(Verdict::Success), Answer::Ok);
     /// assert_eq!(Answer::of(Verdict::Stop), Answer::ServerError);
+    /// // A request that never got through: the endpoint could not be reached.
+    /// assert_eq!(Answer::of(Verdict::Unsent), Answer::GatewayError);
     /// ```
     #[must_use]
     pub const fn of(verdict: Verdict) -> Self {
         match verdict {
             Verdict::Success => Self::Ok,
+            Verdict::Unsent => Self::GatewayError,
             _ => Self::ServerError,
         }
     }

@@ -43,6 +43,16 @@ pub enum Verdict {
     /// # Ok::<(), steadfast::ConfigError>(())
     /// ```
     StopSending,
+    /// A failure that certainly happened before the request was written
+    /// (the connection was refused, the server turned the request away
+    /// unprocessed: HTTP/2 `REFUSED_STREAM`, a stream past a GOAWAY's last
+    /// id): sending it again cannot do the work twice, even for a request
+    /// that is not idempotent. Under an
+    /// [endpoint set](crate::endpoint::Endpoints) the call is *requeued*:
+    /// sent at once to an endpoint it has not tried, without using one of
+    /// its `max_attempts` (see [`RetryPolicy::decide`](crate::RetryPolicy::decide));
+    /// otherwise it is a [`Retry`](Self::Retry).
+    Unsent,
 }
 
 impl Verdict {
@@ -55,6 +65,6 @@ impl Verdict {
     /// ```
     #[must_use]
     pub const fn is_retry(self) -> bool {
-        matches!(self, Self::Retry | Self::RetryAfter(_))
+        matches!(self, Self::Retry | Self::RetryAfter(_) | Self::Unsent)
     }
 }

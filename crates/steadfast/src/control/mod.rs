@@ -107,9 +107,10 @@ pub enum Outcome {
 impl Outcome {
     /// What a control hears of an attempt whose outcome the classifier
     /// judged `verdict`: a success for [`Verdict::Success`]; a retryable
-    /// failure for [`Verdict::Retry`], [`Verdict::RetryAfter`] and
+    /// failure for [`Verdict::Retry`], [`Verdict::RetryAfter`],
     /// [`Verdict::StopSending`] (a pushback that forbids retries still
-    /// says the server is in trouble); nothing for [`Verdict::Stop`] (a
+    /// says the server is in trouble) and [`Verdict::Unsent`] (a refused
+    /// connection says the same); nothing for [`Verdict::Stop`] (a
     /// permanent error says nothing of the server's health). The one rule
     /// every executor and layer follows.
     ///
@@ -125,7 +126,7 @@ impl Outcome {
     pub const fn of(verdict: Verdict) -> Option<Self> {
         match verdict {
             Verdict::Success => Some(Self::Success),
-            Verdict::Retry | Verdict::RetryAfter(_) | Verdict::StopSending => {
+            Verdict::Retry | Verdict::RetryAfter(_) | Verdict::StopSending | Verdict::Unsent => {
                 Some(Self::RetryableFailure)
             }
             Verdict::Stop => None,

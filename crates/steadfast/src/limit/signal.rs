@@ -45,7 +45,7 @@ impl Signal {
         match verdict {
             Verdict::Success => Self::Success,
             Verdict::RetryAfter(_) | Verdict::StopSending => Self::Dropped,
-            Verdict::Retry | Verdict::Stop => Self::Ignored,
+            Verdict::Retry | Verdict::Stop | Verdict::Unsent => Self::Ignored,
         }
     }
 }

@@ -21,6 +21,8 @@ use crate::rng::Rng;
 #[derive(Debug, Clone)]
 pub struct CallState {
     attempts: u32,
+    /// Attempts that never reached a server and were sent again elsewhere.
+    requeues: u32,
     deadline: Option<Deadline>,
     started: Option<Instant>,
     refused_by: Option<&'static str>,
@@ -43,10 +45,19 @@ pub struct CallState {
 }
 
 impl CallState {
-    /// Attempts finished so far (each [`RetryPolicy::decide`] counts one).
+    /// Attempts finished so far (each [`RetryPolicy::decide`] counts one,
+    /// but a requeued one: see [`requeues`](Self::requeues)).
     #[must_use]
     pub fn attempts(&self) -> u32 {
         self.attempts
+    }
+
+    /// Attempts that certainly never reached a server
+    /// ([`Verdict::Unsent`]) and were sent again elsewhere without
+    /// counting as attempts ([`RetryPolicyBuilder::max_requeues`](crate::policy::RetryPolicyBuilder::max_requeues)).
+    #[must_use]
+    pub fn requeues(&self) -> u32 {
+        self.requeues
     }
 
     /// The call's effective overall deadline, if any.
@@ -213,6 +224,7 @@ impl<S: Schedule> RetryPolicy<S> {
         let (deadline, started) = self.limits.deadline(deadline, || clock.now());
         CallState {
             attempts: 0,
+            requeues: 0,
             deadline,
             started,
             refused_by: None,
@@ -233,17 +245,26 @@ impl<S: Schedule> RetryPolicy<S> {
     /// 2. `Success` succeeds; `Stop` stops as [`StopReason::Permanent`], and
     ///    so does [`Verdict::StopSending`] once the control has heard it as
     ///    a failure;
-    /// 3. when `max_attempts` (counting the first) are spent, stop as
+    /// 3. under an endpoint set, a failure that never reached a server
+    ///    ([`Verdict::Unsent`]) is *requeued* while the call has requeues
+    ///    left ([`max_requeues`](crate::policy::RetryPolicyBuilder::max_requeues))
+    ///    and an endpoint it has not tried is eligible: the retry control
+    ///    is charged as for a retry (and may refuse: stop as
+    ///    [`StopReason::Throttled`]), and the request goes again at once,
+    ///    the attempt not counted (the next one keeps its number: the
+    ///    server never saw this one); otherwise it is a retry like
+    ///    [`Verdict::Retry`];
+    /// 4. when `max_attempts` (counting the first) are spent, stop as
     ///    [`StopReason::Exhausted`]; likewise when the schedule runs out;
-    /// 4. the delay is the schedule's next one, or the server's hint for
+    /// 5. the delay is the schedule's next one, or the server's hint for
     ///    [`Verdict::RetryAfter`] (after which the curve starts over); either
     ///    is capped at `max_delay`. Under an [endpoint set](crate::endpoint::Endpoints),
     ///    a hint is its endpoint's: while an endpoint the call has not tried
     ///    is eligible, the retry goes there on the schedule's delay instead;
-    /// 5. a wait that would end at or past the deadline is not taken: stop as
+    /// 6. a wait that would end at or past the deadline is not taken: stop as
     ///    [`StopReason::Deadline`] now, so no sleep is ever longer than the
     ///    time left;
-    /// 6. the retry control may refuse the retry: stop as
+    /// 7. the retry control may refuse the retry: stop as
     ///    [`StopReason::Throttled`].
     ///
     /// Reads `clock` only for a failure, never for a success (unless the
@@ -276,7 +297,7 @@ impl<S: Schedule> RetryPolicy<S> {
         let hint = match verdict {
             Verdict::Success => return Decision::Succeed,
             Verdict::Stop => return Decision::Stop(StopReason::Permanent),
-            Verdict::Retry | Verdict::StopSending => None,
+            Verdict::Retry | Verdict::StopSending | Verdict::Unsent => None,
             Verdict::RetryAfter(hint) => Some(hint),
         };
         // A server's hint is its endpoint's own (it raised that endpoint's
@@ -303,6 +324,15 @@ impl<S: Schedule> RetryPolicy<S> {
             && deadline.is_expired(now)
         {
             return Decision::Stop(StopReason::Deadline);
+        }
+        if verdict == Verdict::Unsent
+            && state.requeues < self.max_requeues
+            && self
+                .limits
+                .endpoints()
+                .is_some_and(|set| set.has_eligible(state.avoid()))
+        {
+            return self.requeue(state);
         }
         if state.attempts >= self.max_attempts {
             return Decision::Stop(StopReason::Exhausted);
@@ -353,6 +383,29 @@ impl<S: Schedule> RetryPolicy<S> {
 }
 
 impl<S> RetryPolicy<S> {
+    /// Requeues the attempt just decided, which never reached a server:
+    /// charged to the control as a retry, not counted as an attempt, sent
+    /// again at once.
+    #[cold]
+    fn requeue(&self, state: &mut CallState) -> Decision {
+        if let Some(control) = self.limits.control() {
+            if let Err(refusal) = control.allow_retry() {
+                state.refused_by = Some(refusal.by);
+                return Decision::Stop(StopReason::Throttled);
+            }
+            state.granted = Some(Grant::Retry);
+        }
+        state.attempts -= 1;
+        state.requeues += 1;
+        state.last_wait = Duration::ZERO;
+        tracing::debug!(
+            attempt = state.attempts + 1,
+            requeues = state.requeues,
+            "steadfast: requeued (the attempt never reached a server)"
+        );
+        Decision::Retry(Duration::ZERO)
+    }
+
     /// Ends a call that stops while it waits for an attempt it was granted
     /// (cancelled, or cut by its deadline, before the attempt started: a
     /// retry, or the first attempt of a call started with

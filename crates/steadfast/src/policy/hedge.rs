@@ -566,7 +566,9 @@ impl HedgePolicy {
                 state.next_due = None;
                 return HedgeDecision::Stop(StopReason::Permanent);
             }
-            Verdict::Retry => None,
+            // A copy that never got through is one more failed copy: the
+            // next goes now, elsewhere.
+            Verdict::Retry | Verdict::Unsent => None,
             Verdict::RetryAfter(d) => Some(self.limits.cap(d)),
             Verdict::StopSending => {
                 // No more copies; those in flight run on.

@@ -128,7 +128,7 @@ pub use hedge_delay::{AdaptiveDelay, AdaptiveDelayBuilder, HedgeDelay, MAX_WINDO
 pub use hedge_state::{HedgeAction, HedgeDecision, HedgeState};
 pub use interface::Policy;
 pub use limits::{DEFAULT_MAX_DELAY, Limits, Wait};
-pub use retry::{DEFAULT_MAX_ATTEMPTS, RetryPolicy, RetryPolicyBuilder};
+pub use retry::{DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_REQUEUES, RetryPolicy, RetryPolicyBuilder};
 
 #[cfg(all(test, not(loom)))]
 mod gate_tests;

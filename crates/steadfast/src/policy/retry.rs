@@ -16,6 +16,10 @@ use super::{CallState, DEFAULT_MAX_DELAY};
 /// The default number of attempts, counting the first: 3.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 
+/// The most times a call is requeued, by default
+/// ([`RetryPolicyBuilder::max_requeues`]).
+pub const DEFAULT_MAX_REQUEUES: u32 = 3;
+
 /// How a call retries: attempts, backoff, limits and retry control.
 ///
 /// Cheap to clone (a schedule value plus an optional `Arc`); share one
@@ -25,6 +29,8 @@ pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 pub struct RetryPolicy<S = Backoff> {
     pub(super) schedule: S,
     pub(super) max_attempts: u32,
+    /// The most times a call is requeued ([`Verdict::Unsent`](crate::Verdict::Unsent)).
+    pub(super) max_requeues: u32,
     pub(super) limits: Limits,
     pub(super) attempt_timeout: Option<Duration>,
     /// `is_lean()`, worked out once by `build` (one load on the hot path).
@@ -46,6 +52,7 @@ impl<S: fmt::Debug> fmt::Debug for RetryPolicy<S> {
         f.debug_struct("RetryPolicy")
             .field("schedule", &self.schedule)
             .field("max_attempts", &self.max_attempts)
+            .field("max_requeues", &self.max_requeues)
             .field("max_delay", &self.limits.max_delay())
             .field("max_elapsed", &self.limits.max_elapsed())
             .field("attempt_timeout", &self.attempt_timeout)
@@ -88,6 +95,14 @@ impl<S> RetryPolicy<S> {
     #[must_use]
     pub fn max_attempts(&self) -> u32 {
         self.max_attempts
+    }
+
+    /// The most times a call over an endpoint set is requeued (sent again
+    /// elsewhere after a failure that never reached a server, without
+    /// using one of its attempts).
+    #[must_use]
+    pub fn max_requeues(&self) -> u32 {
+        self.max_requeues
     }
 
     /// The longest single wait, whether from the schedule or a server hint.
@@ -169,18 +184,22 @@ impl<S: Schedule + Clone> RetryPolicy<S> {
         }
     }
 
-    /// The same policy with one attempt (no retry): for a request that
-    /// cannot be sent twice.
+    /// The same policy with one attempt (no retry, no requeue): for a
+    /// request that cannot be sent twice, or even sent again after it was
+    /// never sent (a streaming body is consumed by the attempt that fails
+    /// to send it).
     ///
     /// ```
     /// let policy = steadfast::RetryPolicy::builder().max_attempts(4).build()?;
-    /// assert_eq!(policy.single_attempt().max_attempts(), 1);
+    /// let single = policy.single_attempt();
+    /// assert_eq!((single.max_attempts(), single.max_requeues()), (1, 0));
     /// # Ok::<(), steadfast::ConfigError>(())
     /// ```
     #[must_use]
     pub fn single_attempt(&self) -> Self {
         Self {
             max_attempts: 1,
+            max_requeues: 0,
             ..self.clone()
         }
     }
@@ -227,6 +246,7 @@ impl<S: Schedule> RetryPolicyBuilder<S> {
             policy: RetryPolicy {
                 schedule,
                 max_attempts: DEFAULT_MAX_ATTEMPTS,
+                max_requeues: DEFAULT_MAX_REQUEUES,
                 limits: Limits::default(),
                 attempt_timeout: None,
                 lean: true,
@@ -267,6 +287,29 @@ impl<S: Schedule> RetryPolicyBuilder<S> {
         self
     }
 
+    /// The most times a call over an [endpoint set](crate::endpoint::Endpoints)
+    /// is *requeued* (default [`DEFAULT_MAX_REQUEUES`], 3): after a failure
+    /// that certainly never reached a server ([`Verdict::Unsent`](crate::Verdict::Unsent):
+    /// a refused connection), the request goes at once to an endpoint the
+    /// call has not tried, without using one of `max_attempts` and without
+    /// a backoff wait. Each requeue is charged to the retry control as a
+    /// retry (a budget pays for it; one with nothing left stops the call),
+    /// and only goes where an untried endpoint is eligible; past the
+    /// bound, or with nowhere new to go, such a failure is an ordinary
+    /// retry. Finagle bounds a request's requeues by a fifth of its retry
+    /// budget's balance; a count is the same guard for a policy with any
+    /// control, or none. 0 turns requeueing off.
+    ///
+    /// ```
+    /// let policy = steadfast::RetryPolicy::builder().max_requeues(1).build()?;
+    /// assert_eq!(policy.max_requeues(), 1);
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
+    pub fn max_requeues(mut self, requeues: u32) -> Self {
+        self.policy.max_requeues = requeues;
+        self
+    }
+
     /// The backoff schedule (default [`Backoff::default`]).
     pub fn backoff<S2: Schedule>(self, schedule: S2) -> RetryPolicyBuilder<S2> {
         let p = self.policy;
@@ -274,6 +317,7 @@ impl<S: Schedule> RetryPolicyBuilder<S> {
             policy: RetryPolicy {
                 schedule,
                 max_attempts: p.max_attempts,
+                max_requeues: p.max_requeues,
                 limits: p.limits,
                 attempt_timeout: p.attempt_timeout,
                 lean: p.lean,

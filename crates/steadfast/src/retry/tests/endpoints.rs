@@ -329,3 +329,146 @@ fn the_cap_is_shared_by_every_caller() {
     .call();
     assert_eq!(again, Ok(2));
 }
+
+/// "refused" never reached a server; anything else did.
+fn refused_is_unsent(outcome: &Result<u32, &'static str>) -> Verdict {
+    match outcome {
+        Ok(_) => Verdict::Success,
+        Err("refused") => Verdict::Unsent,
+        Err(_) => Verdict::Retry,
+    }
+}
+
+/// A request that never reached a server is requeued: sent at once to
+/// another endpoint without using an attempt, keeping its number (the
+/// server never saw the first). One attempt allowed, and the call still
+/// gets through.
+#[test]
+fn a_request_never_sent_is_requeued_without_using_an_attempt() {
+    let clock = VirtualClock::new();
+    let (set, _) = three(&clock);
+    let policy = spread(1, &set);
+    let started = clock.now();
+    let seen = Mutex::new(Vec::new());
+    let value = (|a: Attempt| -> Result<u32, &'static str> {
+        let mut seen = seen.lock().unwrap();
+        seen.push((a.number, a.endpoint.expect("picked"), clock.now() - started));
+        if seen.len() == 1 {
+            Err("refused")
+        } else {
+            Ok(a.number)
+        }
+    })
+    .retry_blocking(&policy)
+    .classify(refused_is_unsent)
+    .clock(clock.clone())
+    .call();
+    assert_eq!(value, Ok(1), "the requeued attempt is still attempt 1");
+    let seen = seen.into_inner().unwrap();
+    assert_eq!(seen.len(), 2);
+    assert_ne!(seen[0].1, seen[1].1, "requeued elsewhere");
+    assert_eq!(seen[1].2, Duration::ZERO, "at once, with no backoff");
+    assert_eq!(set.flight().attempts, 0);
+}
+
+/// Requeues are bounded per call; past the bound a failure never sent is
+/// an ordinary retry, counted and waited for; without a set it always is.
+#[test]
+fn requeues_are_bounded_then_count_as_retries() {
+    let clock = VirtualClock::new();
+    let set = Endpoints::builder()
+        .seed(4)
+        .outlier_detection(None)
+        .build()
+        .unwrap();
+    for label in ["a:1", "b:1", "c:1", "d:1", "e:1"] {
+        set.insert(label, clock.now());
+    }
+    let policy = RetryPolicy::with_schedule(Fixed(vec![secs(1); 8]))
+        .max_attempts(2)
+        .max_requeues(1)
+        .endpoints(set.clone())
+        .build()
+        .unwrap();
+    let numbers = Mutex::new(Vec::new());
+    let err = (|a: Attempt| -> Result<u32, &'static str> {
+        numbers.lock().unwrap().push(a.number);
+        Err("refused")
+    })
+    .retry_blocking(&policy)
+    .classify(refused_is_unsent)
+    .clock(clock.clone())
+    .call()
+    .unwrap_err();
+    // Attempt 1, requeued once (still 1), then the retry (2): exhausted.
+    assert_eq!(numbers.into_inner().unwrap(), vec![1, 1, 2]);
+    assert_eq!(err.reason(), StopReason::Exhausted);
+    assert_eq!(err.attempts(), 2);
+    assert_eq!(err.endpoints().count(), 3);
+
+    // With no endpoint set, nothing is requeued: a plain retry.
+    let plain = RetryPolicy::with_schedule(Fixed(vec![secs(1); 8]))
+        .max_attempts(1)
+        .build()
+        .unwrap();
+    let calls = Mutex::new(0);
+    let err = (|_: Attempt| -> Result<u32, &'static str> {
+        *calls.lock().unwrap() += 1;
+        Err("refused")
+    })
+    .retry_blocking(&plain)
+    .classify(refused_is_unsent)
+    .clock(clock)
+    .call()
+    .unwrap_err();
+    assert_eq!(
+        (*calls.lock().unwrap(), err.reason()),
+        (1, StopReason::Exhausted)
+    );
+}
+
+/// An async requeue goes through the running stage the same way, and is
+/// charged to the retry control: a budget with nothing to spend stops it.
+#[tokio::test(start_paused = true)]
+async fn an_async_requeue_is_charged_to_the_control() {
+    let clock = VirtualClock::manual();
+    let (set, _) = three(&clock);
+    let policy = spread(1, &set);
+    let sent = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let value = {
+        let sent = Arc::clone(&sent);
+        (move |a: Attempt| {
+            let first = sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed) == 0;
+            async move { if first { Err("refused") } else { Ok(a.number) } }
+        })
+        .retry(&policy)
+        .classify(refused_is_unsent)
+        .clock(clock.clone())
+        .await
+    };
+    // One attempt allowed: the refused one was requeued, not counted.
+    assert_eq!(value, Ok(1));
+    assert_eq!(sent.load(std::sync::atomic::Ordering::Relaxed), 2);
+
+    let broke = RetryPolicy::with_schedule(Fixed(vec![secs(1); 8]))
+        .max_attempts(1)
+        .endpoints(set.clone())
+        .control(Arc::new(
+            crate::control::TokenBucket::builder()
+                .max_tokens(2)
+                .build()
+                .unwrap(),
+        ))
+        .build()
+        .unwrap();
+    // A token bucket of two tokens: the first failure leaves one, at
+    // half, where retries (and so requeues) are refused.
+    let err = (|_: Attempt| async { Err::<u32, _>("refused") })
+        .retry(&broke)
+        .classify(refused_is_unsent)
+        .clock(clock)
+        .await
+        .unwrap_err();
+    assert_eq!(err.reason(), StopReason::Throttled);
+    assert_eq!(err.attempts(), 1);
+}
