@@ -19,6 +19,12 @@ pub type Outcome = Result<reqwest::Response, reqwest::Error>;
 /// the other 4xx), and errors that no retry can fix (a request that could
 /// not be built, a redirect loop) stop the call.
 ///
+/// A retryable response without `Retry-After` is read for a rate-limit
+/// reset instead (`RateLimit-Reset`, `X-RateLimit-Reset`: seconds or a
+/// Unix time, one past 300 s ignored, as Envoy's
+/// `rate_limited_retry_back_off`): the retry waits for it, clamped to the
+/// policy's `max_delay` and the deadline like any hint.
+///
 /// A connection that could not be made (refused, or not made in time) is
 /// [`Verdict::Unsent`]: the request was never written, so sending it again
 /// cannot do its work twice. Over several endpoints
@@ -112,7 +118,10 @@ impl Classify<reqwest::Response, reqwest::Error> for DefaultClassifier {
     fn classify(&self, outcome: &Outcome) -> Verdict {
         match outcome {
             Ok(response) if Self::is_retryable_status(response.status()) => {
-                match RetryAfter::from_headers(response.headers(), SystemTime::now()) {
+                let now = SystemTime::now();
+                let hint = RetryAfter::from_headers(response.headers(), now)
+                    .or_else(|| RetryAfter::from_reset_headers(response.headers(), now));
+                match hint {
                     Some(RetryAfter::Delay(d)) => Verdict::RetryAfter(d),
                     _ => Verdict::Retry,
                 }

@@ -33,7 +33,9 @@
 //!   per request ([`RequestBuilder::retry_non_idempotent`]), per client
 //!   ([`ClientBuilder::retry_non_idempotent`]), or by setting an
 //!   `Idempotency-Key` header. Hedging is for idempotent methods only.
-//! - **`Retry-After`** ([`RetryAfter`]): delta-seconds or an HTTP-date, the
+//! - **`Retry-After`** ([`RetryAfter`]): delta-seconds or an HTTP-date
+//!   (without one, a `RateLimit-Reset` or `X-RateLimit-Reset`: seconds or a
+//!   Unix time, ignored past [`MAX_RATE_LIMIT_RESET`]), the
 //!   next wait, clamped by `max_delay` (the core's default 5 minutes) and
 //!   never past the deadline: a hint that would end past it stops the call
 //!   at once with [`StopReason::Deadline`](steadfast::StopReason::Deadline).
@@ -122,7 +124,7 @@ pub use error::{Error, NotRetried};
 pub use event::{AttemptEnd, AttemptEvent};
 pub use redact::RedactedUrl;
 pub use replay::ReqwestReplay;
-pub use retry_after::RetryAfter;
+pub use retry_after::{MAX_RATE_LIMIT_RESET, RetryAfter};
 
 /// Whether this build speaks `https://`: the `rustls` feature is on
 /// (reqwest's TLS). Without it an `https://` URL is refused only when the

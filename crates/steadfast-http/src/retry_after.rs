@@ -1,4 +1,7 @@
-//! `Retry-After` (RFC 9110 §10.2.3): delta-seconds or an HTTP-date.
+//! `Retry-After` (RFC 9110 §10.2.3): delta-seconds or an HTTP-date; and,
+//! where a server sends none, the rate-limit reset headers
+//! (`RateLimit-Reset`, `X-RateLimit-Reset`: seconds or a Unix time), read
+//! as Envoy's `rate_limited_retry_back_off` reads them.
 //!
 //! The parser is total and linear: it never panics, never allocates and
 //! reads each byte at most once, whatever the server sends (a year, a date
@@ -101,6 +104,67 @@ impl RetryAfter {
             .map(|v| Self::parse(v.as_bytes(), now))
     }
 
+    /// Parses one rate-limit reset value (`RateLimit-Reset`,
+    /// `X-RateLimit-Reset`): seconds from now, or, from 1 000 000 000 on
+    /// (September 2001), a Unix time, read against `now`. As Envoy's
+    /// `rate_limited_retry_back_off`, a reset further than [`MAX_RATE_LIMIT_RESET`]
+    /// (300 s) away is ignored ([`Invalid`](Self::Invalid)): a window's
+    /// reset that far off is no hint for a retry.
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use steadfast_http::RetryAfter;
+    /// let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    /// assert_eq!(RetryAfter::parse_reset(b"12", now), RetryAfter::Delay(Duration::from_secs(12)));
+    /// assert_eq!(RetryAfter::parse_reset(b"1700000030", now), RetryAfter::Delay(Duration::from_secs(30)));
+    /// assert_eq!(RetryAfter::parse_reset(b"1699999990", now), RetryAfter::Now);
+    /// assert_eq!(RetryAfter::parse_reset(b"3600", now), RetryAfter::Invalid);
+    /// assert_eq!(RetryAfter::parse_reset(b"-1", now), RetryAfter::Invalid);
+    /// ```
+    #[must_use]
+    pub fn parse_reset(value: &[u8], now: SystemTime) -> Self {
+        let value = value.trim_ascii();
+        if value.is_empty() || !value.iter().all(u8::is_ascii_digit) {
+            return Self::Invalid;
+        }
+        let n = saturating_seconds(value);
+        let seconds = if n >= UNIX_TIME_FROM {
+            let now = now
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            n.saturating_sub(now)
+        } else {
+            n
+        };
+        if seconds > MAX_RATE_LIMIT_RESET.as_secs() {
+            return Self::Invalid;
+        }
+        Self::from_seconds(seconds)
+    }
+
+    /// The rate-limit reset in a response's headers: the first of
+    /// `RateLimit-Reset` and `X-RateLimit-Reset` present
+    /// ([`parse_reset`](Self::parse_reset)), or `None`.
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use http::HeaderMap;
+    /// use steadfast_http::RetryAfter;
+    /// let mut headers = HeaderMap::new();
+    /// headers.insert("x-ratelimit-reset", "4".parse().unwrap());
+    /// assert_eq!(
+    ///     RetryAfter::from_reset_headers(&headers, SystemTime::now()),
+    ///     Some(RetryAfter::Delay(Duration::from_secs(4))),
+    /// );
+    /// ```
+    #[must_use]
+    pub fn from_reset_headers(headers: &HeaderMap, now: SystemTime) -> Option<Self> {
+        RESET_HEADERS
+            .iter()
+            .find_map(|name| headers.get(*name))
+            .map(|v| Self::parse_reset(v.as_bytes(), now))
+    }
+
     /// The delay asked for, if any.
     #[must_use]
     pub fn delay(self) -> Option<Duration> {
@@ -118,6 +182,18 @@ impl RetryAfter {
         }
     }
 }
+
+/// The furthest rate-limit reset taken as a hint (Envoy's
+/// `rate_limited_retry_back_off` ignores one past its `max_interval`,
+/// 300 s by default).
+pub const MAX_RATE_LIMIT_RESET: Duration = Duration::from_secs(300);
+
+/// A reset value from here on is a Unix time (September 2001), below it
+/// seconds from now.
+const UNIX_TIME_FROM: u64 = 1_000_000_000;
+
+/// The reset headers read, in order.
+const RESET_HEADERS: [&str; 2] = ["ratelimit-reset", "x-ratelimit-reset"];
 
 /// The decimal value of ASCII digits, saturating at `u64::MAX`.
 fn saturating_seconds(digits: &[u8]) -> u64 {
@@ -187,6 +263,24 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn a_reset_is_never_past_its_cap(bytes in proptest::collection::vec(any::<u8>(), 0..40), now in 0_u64..4_000_000_000) {
+            match RetryAfter::parse_reset(&bytes, epoch(now)) {
+                RetryAfter::Delay(d) => prop_assert!(!d.is_zero() && d <= MAX_RATE_LIMIT_RESET),
+                RetryAfter::Now | RetryAfter::Invalid => {}
+            }
+        }
+
+        #[test]
+        fn resets_as_seconds_or_unix_times(now in 1_000_000_000_u64..4_000_000_000, ahead in 1_u64..=300) {
+            let seconds = ahead.to_string();
+            prop_assert_eq!(RetryAfter::parse_reset(seconds.as_bytes(), epoch(now)), RetryAfter::Delay(Duration::from_secs(ahead)));
+            let unix = (now + ahead).to_string();
+            prop_assert_eq!(RetryAfter::parse_reset(unix.as_bytes(), epoch(now)), RetryAfter::Delay(Duration::from_secs(ahead)));
+            let far = (now + 301).to_string();
+            prop_assert_eq!(RetryAfter::parse_reset(far.as_bytes(), epoch(now)), RetryAfter::Invalid);
+        }
+
         #[test]
         fn any_bytes_parse_without_panicking(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
             let _ = RetryAfter::parse(&bytes, SystemTime::now());

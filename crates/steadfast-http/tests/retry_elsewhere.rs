@@ -260,3 +260,44 @@ async fn a_hint_is_waited_for_only_when_every_replica_asked() {
     );
     assert!(took >= Duration::from_secs(2), "took {took:?}");
 }
+
+/// A 429 with no `Retry-After` but a rate-limit reset: the retry waits
+/// for the reset (seconds here; a Unix time is read the same way).
+#[tokio::test]
+async fn a_rate_limit_reset_is_waited_for() {
+    let served = Arc::new(Mutex::new(0_u32));
+    let count = Arc::clone(&served);
+    let app = Router::new().route(
+        "/item",
+        get(move || {
+            let n = {
+                let mut served = count.lock().expect("count");
+                *served += 1;
+                *served
+            };
+            async move {
+                if n == 1 {
+                    let mut out = HeaderMap::new();
+                    out.insert("x-ratelimit-reset", 1.into());
+                    (StatusCode::TOO_MANY_REQUESTS, out).into_response()
+                } else {
+                    StatusCode::OK.into_response()
+                }
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port");
+    let url = format!("http://{}/item", listener.local_addr().expect("an address"));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let (client, decided) = waits(Client::builder().attempts(2).backoff(quick()));
+    let started = Instant::now();
+    let response = client.get(url).send().await.expect("the retry succeeds");
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        *decided.lock().expect("waits"),
+        vec![Duration::ZERO, Duration::from_secs(1)]
+    );
+    assert!(started.elapsed() >= Duration::from_secs(1));
+}
