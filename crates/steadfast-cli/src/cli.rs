@@ -71,6 +71,10 @@ retry controls and rate limits on virtual time (a run of minutes takes seconds).
               Retry-After), per-client limits, one shared limit, refusing
               or waiting (takes --quota --skew --retry-after --clients
               --rate --duration --latency --backoff)
+  replicas    one bad replica among good ones: retries anywhere, retries
+              elsewhere (an endpoint set), and with outlier ejection
+              (takes --replicas --bad-replicas --clients --rate --duration
+              --latency --backoff)
   all         every one of them (the default)
 
 Prints the summary tables and writes SVG and PNG charts and an index.html \
@@ -320,6 +324,8 @@ pub enum Scenario {
     Overload,
     /// Many clients sharing one provider's quota, with and without a rate limit.
     Quota,
+    /// One bad replica among good ones: retries anywhere, elsewhere, and with ejection.
+    Replicas,
     /// Every scenario.
     All,
 }
@@ -411,7 +417,7 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "S", value_parser = seed_value)]
     pub seed: Option<u64>,
 
-    /// herd, storm, metastable, breaker, overload and quota: clients, at least 1 (herd: reconnecting clients, default 1000; storm and metastable: client processes, default 100; breaker: 50, each with its own breaker; overload: 1, each with its own limit; quota: 20, sharing the provider's quota).
+    /// herd, storm, metastable, breaker, overload, quota and replicas: clients, at least 1 (herd: reconnecting clients, default 1000; storm and metastable: client processes, default 100; breaker: 50, each with its own breaker; overload: 1, each with its own limit; quota: 20, sharing the provider's quota; replicas: 10, each with its own endpoint set).
     #[arg(long, value_name = "N", value_parser = count_value)]
     pub clients: Option<u32>,
 
@@ -435,11 +441,11 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "DURATION", help_heading = "Herd", allow_hyphen_values = true, value_parser = positive_duration_value)]
     pub horizon: Option<Duration>,
 
-    /// storm, metastable, tail, breaker, overload and quota: calls per second, all clients together, more than 0 (default 2000 for storm, 700 for metastable, 1000 for tail, breaker and overload, 160 for quota).
+    /// storm, metastable, tail, breaker, overload, quota and replicas: calls per second, all clients together, more than 0 (default 2000 for storm, 700 for metastable, 1000 for tail, breaker, overload and replicas, 160 for quota).
     #[arg(long, value_name = "PER_SEC", help_heading = "Storm", value_parser = rate_value)]
     pub rate: Option<f64>,
 
-    /// storm, metastable, breaker, overload and quota: calls start during this time, then the run lets them finish, more than 0 (default 3m for storm, 2m for metastable, 1m for breaker, overload and quota).
+    /// storm, metastable, breaker, overload, quota and replicas: calls start during this time, then the run lets them finish, more than 0 (default 3m for storm, 2m for metastable, 1m for breaker, overload, quota and replicas).
     #[arg(long, value_name = "DURATION", help_heading = "Storm", allow_hyphen_values = true, value_parser = positive_duration_value)]
     pub duration: Option<Duration>,
 
@@ -447,7 +453,7 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "N", help_heading = "Storm", value_parser = count_value)]
     pub capacity: Option<u32>,
 
-    /// storm, metastable, tail, breaker, overload and quota: the server's service time: const:D, exp:MEAN, lognormal:MEDIAN:SIGMA, or a mixture W*D + W*D, with a mean above zero except for tail and quota (default exp:10ms; 0.98*exp:1ms + 0.02*exp:200ms for tail, exp:20ms for overload and quota, the provider's time for a request it admits).
+    /// storm, metastable, tail, breaker, overload, quota and replicas: the server's service time: const:D, exp:MEAN, lognormal:MEDIAN:SIGMA, or a mixture W*D + W*D, with a mean above zero except for tail and quota (default exp:10ms; 0.98*exp:1ms + 0.02*exp:200ms for tail, exp:20ms for overload and quota, the provider's time for a request it admits; replicas: each replica's).
     #[arg(long, value_name = "DIST", help_heading = "Storm", value_parser = latency_value)]
     pub latency: Option<steadfast_sim::Latency>,
 
@@ -459,7 +465,7 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "FRACTION", help_heading = "Storm", value_parser = fraction_value)]
     pub overload: Option<f64>,
 
-    /// storm, metastable, breaker, overload and quota: the backoff every strategy retries with (PRESET[:KEY=VALUE,...], default exponential; quota: a 429 retried without its Retry-After).
+    /// storm, metastable, breaker, overload, quota and replicas: the backoff every strategy retries with (PRESET[:KEY=VALUE,...], default exponential; quota: a 429 retried without its Retry-After).
     #[arg(long, value_name = "SPEC", help_heading = "Storm", value_parser = backoff_value)]
     pub backoff: Option<BackoffSpec>,
 
@@ -498,6 +504,14 @@ pub struct SimulateArgs {
     /// quota: how the provider writes its wait into a 429's Retry-After: seconds (whole, rounded up, as HTTP does; the default) or ms (milliseconds, rounded up).
     #[arg(long, value_name = "UNIT", help_heading = "Quota", value_enum)]
     pub retry_after: Option<RetryAfterUnit>,
+
+    /// replicas: replicas of the service, from 2 to 1000 (default 5).
+    #[arg(long, value_name = "N", help_heading = "Replicas", value_parser = count_value)]
+    pub replicas: Option<u32>,
+
+    /// replicas: how many of them fail what they serve, fewer than --replicas (default 1).
+    #[arg(long, value_name = "N", help_heading = "Replicas", value_parser = clap::value_parser!(u32))]
+    pub bad_replicas: Option<u32>,
 }
 
 /// The options of `steadfast schedule`.

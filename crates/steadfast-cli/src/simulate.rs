@@ -12,6 +12,7 @@ use steadfast_sim::herd::HerdConfig;
 use steadfast_sim::metastable::{MetastableConfig, MetastableStrategy};
 use steadfast_sim::overload::{Bounds, OverloadConfig, OverloadStrategy};
 use steadfast_sim::quota::{QuotaConfig, RetryAfter};
+use steadfast_sim::replicas::ReplicasConfig;
 use steadfast_sim::storm::{Incident, IncidentKind, StormConfig};
 use steadfast_sim::tail::TailConfig;
 use steadfast_sim::{SimConfig, SimError};
@@ -94,6 +95,9 @@ pub fn config(args: &SimulateArgs) -> Result<SimConfig, SimError> {
     if matches!(scenario, Scenario::Quota | Scenario::All) {
         config.quota = Some(quota(args)?);
     }
+    if matches!(scenario, Scenario::Replicas | Scenario::All) {
+        config.replicas = Some(replicas(args)?);
+    }
     if matches!(scenario, Scenario::Tail | Scenario::All) {
         let mut tail = TailConfig::default();
         if let Some(n) = args.calls {
@@ -113,7 +117,7 @@ pub fn config(args: &SimulateArgs) -> Result<SimConfig, SimError> {
     })
 }
 
-use Scenario::{Breaker, Herd, Metastable, Overload, Quota, Storm, Tail};
+use Scenario::{Breaker, Herd, Metastable, Overload, Quota, Replicas, Storm, Tail};
 
 /// A flag, whether it was given, and the scenarios that take it.
 pub(crate) type FlagUse = (&'static str, bool, &'static [Scenario]);
@@ -121,14 +125,14 @@ pub(crate) type FlagUse = (&'static str, bool, &'static [Scenario]);
 /// Which scenarios take each flag (besides `--out` and `--seed`, which every
 /// one takes), and whether it was given. The one place that says so: the
 /// check below and the help texts' test read it.
-pub(crate) fn scenario_flags(args: &SimulateArgs) -> [FlagUse; 22] {
+pub(crate) fn scenario_flags(args: &SimulateArgs) -> [FlagUse; 24] {
     const CAPACITY_BASED: &[Scenario] = &[Storm, Metastable, Breaker, Overload];
-    const TIMED: &[Scenario] = &[Storm, Metastable, Breaker, Overload, Quota];
+    const TIMED: &[Scenario] = &[Storm, Metastable, Breaker, Overload, Quota, Replicas];
     [
         (
             "--clients",
             args.clients.is_some(),
-            &[Herd, Storm, Metastable, Breaker, Overload, Quota],
+            &[Herd, Storm, Metastable, Breaker, Overload, Quota, Replicas],
         ),
         ("--outage", args.outage.is_some(), &[Herd, Storm, Breaker]),
         ("--accept-rate", args.accept_rate.is_some(), &[Herd]),
@@ -138,14 +142,14 @@ pub(crate) fn scenario_flags(args: &SimulateArgs) -> [FlagUse; 22] {
         (
             "--rate",
             args.rate.is_some(),
-            &[Storm, Metastable, Tail, Breaker, Overload, Quota],
+            &[Storm, Metastable, Tail, Breaker, Overload, Quota, Replicas],
         ),
         ("--duration", args.duration.is_some(), TIMED),
         ("--capacity", args.capacity.is_some(), CAPACITY_BASED),
         (
             "--latency",
             args.latency.is_some(),
-            &[Storm, Metastable, Tail, Breaker, Overload, Quota],
+            &[Storm, Metastable, Tail, Breaker, Overload, Quota, Replicas],
         ),
         (
             "--incident-start",
@@ -171,6 +175,8 @@ pub(crate) fn scenario_flags(args: &SimulateArgs) -> [FlagUse; 22] {
         ("--quota", args.quota.is_some(), &[Quota]),
         ("--skew", args.skew.is_some(), &[Quota]),
         ("--retry-after", args.retry_after.is_some(), &[Quota]),
+        ("--replicas", args.replicas.is_some(), &[Replicas]),
+        ("--bad-replicas", args.bad_replicas.is_some(), &[Replicas]),
     ]
 }
 
@@ -209,6 +215,7 @@ fn name(scenario: Scenario) -> &'static str {
         Breaker => "breaker",
         Overload => "overload",
         Quota => "quota",
+        Replicas => "replicas",
         Scenario::All => "all",
     }
 }
@@ -221,6 +228,34 @@ fn list(scenarios: &[Scenario]) -> String {
         Some((last, [])) => (*last).to_owned(),
         Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
     }
+}
+
+/// The `replicas` scenario's settings: its defaults, with the flags that
+/// apply to it.
+fn replicas(args: &SimulateArgs) -> Result<ReplicasConfig, SimError> {
+    let mut replicas = ReplicasConfig::default();
+    if let Some(n) = args.clients {
+        replicas.clients = n;
+    }
+    if let Some(n) = args.replicas {
+        replicas.replicas = n;
+    }
+    if let Some(n) = args.bad_replicas {
+        replicas.bad = n;
+    }
+    if let Some(rate) = args.rate {
+        replicas.call_rate = rate;
+    }
+    if let Some(d) = args.duration {
+        replicas.duration = d;
+    }
+    if let Some(latency) = &args.latency {
+        replicas.server.latency = latency.clone();
+    }
+    if let Some(spec) = &args.backoff {
+        replicas.backoff = crate::backoff::build(spec, None)?;
+    }
+    Ok(replicas)
 }
 
 /// The `breaker` scenario's settings: its defaults, with the storm's flags

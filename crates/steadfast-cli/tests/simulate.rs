@@ -42,6 +42,7 @@ fn every_scenario_writes_a_report() {
     assert!(summary.contains("== metastable"), "{summary}");
     assert!(summary.contains("== overload"), "{summary}");
     assert!(summary.contains("== quota"), "{summary}");
+    assert!(summary.contains("== replicas"), "{summary}");
     assert!(summary.contains("20 clients"), "{summary}");
     assert!(summary.contains("Seed 5"), "{summary}");
     let index = std::fs::read_to_string(out_dir.join("index.html")).unwrap();
@@ -59,6 +60,7 @@ fn every_scenario_writes_a_report() {
         "quota_received",
         "quota_goodput",
         "quota_latency",
+        "replicas_bad_load",
     ] {
         assert!(index.contains(&format!("{stem}.svg")), "{stem}");
         assert_svg(&out_dir.join(format!("{stem}.svg")));

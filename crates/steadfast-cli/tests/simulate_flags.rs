@@ -29,7 +29,7 @@ fn a_flag_the_scenario_does_not_take_is_a_usage_error_naming_the_ones_that_do() 
         (
             &["herd", "--rate", "100"][..],
             "--rate does not apply to the herd scenario; it applies to storm, metastable, \
-             tail, breaker, overload and quota",
+             tail, breaker, overload, quota and replicas",
         ),
         (
             &["herd", "--trigger", "5s"],
@@ -44,7 +44,7 @@ fn a_flag_the_scenario_does_not_take_is_a_usage_error_naming_the_ones_that_do() 
         (
             &["tail", "--clients", "5"],
             "--clients does not apply to the tail scenario; it applies to herd, storm, \
-             metastable, breaker, overload and quota",
+             metastable, breaker, overload, quota and replicas",
         ),
         (
             &["breaker", "--overload", "0.5"],
@@ -81,6 +81,10 @@ fn a_flag_the_scenario_does_not_take_is_a_usage_error_naming_the_ones_that_do() 
         (
             &["overload", "--quota", "50"],
             "--quota does not apply to the overload scenario; it applies to quota",
+        ),
+        (
+            &["quota", "--bad-replicas", "2"],
+            "--bad-replicas does not apply to the quota scenario; it applies to replicas",
         ),
         (
             &["storm", "--retry-after", "ms"],
@@ -190,4 +194,29 @@ fn a_negative_number_is_refused_with_the_range_accepted() {
     let (code, _, stderr, _) = simulate(&["storm", "--clients", "--rate", "5"]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("a value is required"), "{stderr}");
+}
+
+#[test]
+fn the_replicas_scenario_takes_its_flags() {
+    let (code, stdout, stderr, _) = simulate(&[
+        "replicas",
+        "--replicas",
+        "3",
+        "--bad-replicas",
+        "1",
+        "--clients",
+        "4",
+        "--rate",
+        "200",
+        "--duration",
+        "5s",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("== replicas"), "{stdout}");
+    assert!(stdout.contains("4 clients"), "{stdout}");
+    assert!(stdout.contains("against 3 replicas"), "{stdout}");
+    // Every replica bad is refused, naming the field.
+    let (code, _, stderr, _) = simulate(&["replicas", "--replicas", "3", "--bad-replicas", "3"]);
+    assert_ne!(code, Some(0));
+    assert!(stderr.contains("`bad`"), "{stderr}");
 }

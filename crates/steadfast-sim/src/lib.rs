@@ -26,7 +26,10 @@
 //! - [`quota`]: many clients sharing one provider's quota, which answers
 //!   429 with `Retry-After`: no limit (retries ignoring or honouring the
 //!   hint), per-client limits and one shared limit (the core's
-//!   `RateLimit`, refusing at once or waiting).
+//!   `RateLimit`, refusing at once or waiting);
+//! - [`replicas`]: one bad replica among good ones, with retries anywhere,
+//!   retries elsewhere (the core's `Endpoints` set in the gate) and retries
+//!   elsewhere with outlier detection.
 //!
 //! ```no_run
 //! let report = steadfast_sim::run_all(&steadfast_sim::SimConfig::default())?;
@@ -55,5 +58,6 @@ pub use dist::Latency;
 pub use error::SimError;
 pub use report::{Report, Scenario, SimConfig, run_all};
 pub use scenario::{
-    ScenarioResult, StrategyResult, breaker, herd, metastable, overload, quota, storm, tail,
+    ScenarioResult, StrategyResult, breaker, herd, metastable, overload, quota, replicas, storm,
+    tail,
 };

@@ -37,6 +37,7 @@ fn report_folder_holds_valid_svg_png_and_an_index() {
         "quota_received",
         "quota_goodput",
         "quota_latency",
+        "replicas_bad_load",
     ] {
         assert!(
             svgs.iter().any(|p| p.ends_with(format!("{stem}.svg"))),

@@ -10,6 +10,7 @@ mod breaker_section;
 mod overload_section;
 mod plot;
 mod quota_section;
+mod replicas_section;
 mod table;
 
 use std::fmt::Write as _;
@@ -25,9 +26,12 @@ use crate::herd::{HerdConfig, HerdResult};
 use crate::metastable::{MetastableConfig, MetastableResult};
 use crate::overload::{OverloadConfig, OverloadResult};
 use crate::quota::{QuotaConfig, QuotaResult};
+use crate::replicas::{ReplicasConfig, ReplicasResult};
 use crate::storm::{IncidentKind, StormConfig, StormResult};
 use crate::tail::{TailConfig, TailResult};
-use crate::{Agreement, SimError, breaker, herd, metastable, overload, quota, storm, tail};
+use crate::{
+    Agreement, SimError, breaker, herd, metastable, overload, quota, replicas, storm, tail,
+};
 
 /// The font every chart is drawn with, as TrueType bytes: DejaVu Sans
 /// (Bitstream Vera license; see `assets/LICENSE-DejaVu.txt`), shipped in
@@ -63,11 +67,13 @@ pub enum Scenario {
     /// [`quota`]: many clients sharing one provider's quota, with and
     /// without a rate limit of their own.
     Quota,
+    /// [`replicas`]: one bad replica among good ones, and where retries go.
+    Replicas,
 }
 
 impl Scenario {
     /// Every scenario, in report order.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::Herd,
         Self::Storm,
         Self::Metastable,
@@ -75,6 +81,7 @@ impl Scenario {
         Self::Breaker,
         Self::Overload,
         Self::Quota,
+        Self::Replicas,
     ];
 
     /// The scenario's name.
@@ -92,6 +99,7 @@ impl Scenario {
             Self::Breaker => "breaker",
             Self::Overload => "overload",
             Self::Quota => "quota",
+            Self::Replicas => "replicas",
         }
     }
 }
@@ -113,7 +121,7 @@ impl std::str::FromStr for Scenario {
                 SimError::config(
                     "scenario",
                     "name",
-                    "must be one of herd, storm, metastable, tail, breaker, overload, quota",
+                    "must be one of herd, storm, metastable, tail, breaker, overload, quota, replicas",
                     s,
                 )
             })
@@ -146,6 +154,8 @@ pub struct SimConfig {
     pub overload: Option<OverloadConfig>,
     /// The `quota` scenario.
     pub quota: Option<QuotaConfig>,
+    /// The `replicas` scenario.
+    pub replicas: Option<ReplicasConfig>,
 }
 
 impl Default for SimConfig {
@@ -158,6 +168,7 @@ impl Default for SimConfig {
             breaker: Some(BreakerConfig::default()),
             overload: Some(OverloadConfig::default()),
             quota: Some(QuotaConfig::default()),
+            replicas: Some(ReplicasConfig::default()),
         }
     }
 }
@@ -181,6 +192,7 @@ impl SimConfig {
             breaker: None,
             overload: None,
             quota: None,
+            replicas: None,
         }
     }
 
@@ -201,6 +213,7 @@ impl SimConfig {
                 Scenario::Breaker => config.breaker = Some(BreakerConfig::default()),
                 Scenario::Overload => config.overload = Some(OverloadConfig::default()),
                 Scenario::Quota => config.quota = Some(QuotaConfig::default()),
+                Scenario::Replicas => config.replicas = Some(ReplicasConfig::default()),
             }
         }
         config
@@ -230,6 +243,9 @@ impl SimConfig {
         }
         if let Some(q) = &mut self.quota {
             q.seed = seed;
+        }
+        if let Some(r) = &mut self.replicas {
+            r.seed = seed;
         }
         self
     }
@@ -267,6 +283,9 @@ impl SimConfig {
         }
         if let Some(q) = &self.quota {
             q.validate()?;
+        }
+        if let Some(r) = &self.replicas {
+            r.validate()?;
         }
         Ok(())
     }
@@ -306,6 +325,7 @@ pub fn run_all(config: &SimConfig) -> Result<Report, SimError> {
         breaker: config.breaker.as_ref().map(breaker::run).transpose()?,
         overload: config.overload.as_ref().map(overload::run).transpose()?,
         quota: config.quota.as_ref().map(quota::run).transpose()?,
+        replicas: config.replicas.as_ref().map(replicas::run).transpose()?,
     })
 }
 
@@ -332,6 +352,8 @@ pub struct Report {
     pub overload: Option<OverloadResult>,
     /// The `quota` scenario's result, if it ran.
     pub quota: Option<QuotaResult>,
+    /// The `replicas` scenario's result, if it ran.
+    pub replicas: Option<ReplicasResult>,
 }
 
 fn fmt_opt_secs(v: Option<f64>) -> String {
@@ -372,6 +394,9 @@ impl Report {
         }
         if let Some(q) = &self.quota {
             out.push(quota_section::section(q));
+        }
+        if let Some(r) = &self.replicas {
+            out.push(replicas_section::section(r));
         }
         out
     }

@@ -5,6 +5,7 @@ pub mod herd;
 pub mod metastable;
 pub mod overload;
 pub mod quota;
+pub mod replicas;
 pub mod storm;
 pub mod tail;
 

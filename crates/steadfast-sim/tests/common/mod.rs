@@ -93,5 +93,15 @@ pub fn small() -> SimConfig {
         breaker: None,
         overload: Some(small_overload()),
         quota: Some(small_quota()),
+        replicas: Some(small_replicas()),
+    }
+}
+
+/// One bad replica of five, 200 calls/s for 10 s.
+pub fn small_replicas() -> steadfast_sim::replicas::ReplicasConfig {
+    steadfast_sim::replicas::ReplicasConfig {
+        call_rate: 200.0,
+        duration: Duration::from_secs(10),
+        ..steadfast_sim::replicas::ReplicasConfig::default()
     }
 }
