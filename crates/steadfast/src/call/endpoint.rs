@@ -95,32 +95,43 @@ impl Answer {
 /// call go elsewhere than the last this many, and its error lists them.
 pub(crate) const MAX_TRIED: usize = 8;
 
-/// The endpoints a call's attempts went to, in order (the last
-/// [`MAX_TRIED`] of them), and the label of the last one: kept inline, so
-/// recording one allocates nothing.
-#[derive(Clone, PartialEq, Eq)]
-pub(crate) struct Tried {
+/// The endpoints a call's attempts went to, in the order sent (the last
+/// eight of them), kept inline: recording one allocates nothing, and the
+/// list is `Copy`. What a call's [`Ending`](crate::call::Ending) and
+/// [`Report`](crate::Report) carry, under a policy with an
+/// [endpoint set](crate::endpoint::Endpoints); empty without one.
+///
+/// ```
+/// use steadfast::call::{EndpointId, TriedEndpoints};
+/// let none = TriedEndpoints::default();
+/// assert!(none.is_empty() && none.last().is_none());
+/// assert_eq!(none.iter().count(), 0);
+/// # let _: Option<EndpointId> = none.last();
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TriedEndpoints {
     ids: [EndpointId; MAX_TRIED],
     len: u8,
     /// Where the oldest entry is once the list has wrapped.
     head: u8,
-    last: Option<Arc<str>>,
 }
 
-impl Default for Tried {
+impl Default for TriedEndpoints {
     fn default() -> Self {
-        Self {
-            ids: [EndpointId::new(u64::MAX); MAX_TRIED],
-            len: 0,
-            head: 0,
-            last: None,
-        }
+        Self::EMPTY
     }
 }
 
-impl Tried {
-    /// Records an attempt sent to `id`, labelled `label`.
-    pub(crate) fn push(&mut self, id: EndpointId, label: &Arc<str>) {
+impl TriedEndpoints {
+    /// No endpoint.
+    pub const EMPTY: Self = Self {
+        ids: [EndpointId::new(u64::MAX); MAX_TRIED],
+        len: 0,
+        head: 0,
+    };
+
+    /// Records an attempt sent to `id`.
+    pub(crate) fn push(&mut self, id: EndpointId) {
         let len = usize::from(self.len);
         if len < MAX_TRIED {
             self.ids[len] = id;
@@ -129,19 +140,77 @@ impl Tried {
             self.ids[usize::from(self.head)] = id;
             self.head = ((usize::from(self.head) + 1) % MAX_TRIED) as u8;
         }
-        self.last = Some(Arc::clone(label));
     }
 
-    /// The endpoints tried, oldest first.
-    pub(crate) fn ids(&self) -> impl Iterator<Item = EndpointId> + '_ {
+    /// The endpoints, oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = EndpointId> + '_ {
         let len = usize::from(self.len);
         let head = usize::from(self.head);
         (0..len).map(move |i| self.ids[(head + i) % MAX_TRIED])
     }
 
+    /// The endpoint of the last attempt (the one that answered last).
+    #[must_use]
+    pub fn last(&self) -> Option<EndpointId> {
+        match usize::from(self.len) {
+            0 => None,
+            n if n < MAX_TRIED => Some(self.ids[n - 1]),
+            _ => Some(self.ids[(usize::from(self.head) + MAX_TRIED - 1) % MAX_TRIED]),
+        }
+    }
+
+    /// How many are recorded (at most eight).
+    #[must_use]
+    pub fn len(&self) -> usize {
+        usize::from(self.len)
+    }
+
+    /// Whether none is.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// The same, as the slice a pick avoids (in storage order).
     pub(crate) fn avoid(&self) -> &[EndpointId] {
         &self.ids[..usize::from(self.len)]
+    }
+}
+
+impl std::fmt::Debug for TriedEndpoints {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+/// The endpoints a call's attempts went to, and the label of the last
+/// one (for its error's message).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub(crate) struct Tried {
+    ids: TriedEndpoints,
+    last: Option<Arc<str>>,
+}
+
+impl Tried {
+    /// Records an attempt sent to `id`, labelled `label`.
+    pub(crate) fn push(&mut self, id: EndpointId, label: &Arc<str>) {
+        self.ids.push(id);
+        self.last = Some(Arc::clone(label));
+    }
+
+    /// The endpoints tried, oldest first.
+    pub(crate) fn ids(&self) -> impl Iterator<Item = EndpointId> + '_ {
+        self.ids.iter()
+    }
+
+    /// The list itself.
+    pub(crate) fn list(&self) -> TriedEndpoints {
+        self.ids
+    }
+
+    /// The same, as the slice a pick avoids (in storage order).
+    pub(crate) fn avoid(&self) -> &[EndpointId] {
+        self.ids.avoid()
     }
 
     /// The label of the endpoint the last attempt went to.
@@ -151,13 +220,13 @@ impl Tried {
 
     /// Whether no endpoint was tried.
     pub(crate) fn is_empty(&self) -> bool {
-        self.len == 0
+        self.ids.is_empty()
     }
 }
 
 impl std::fmt::Debug for Tried {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.ids()).finish()
+        self.ids.fmt(f)
     }
 }
 
@@ -176,5 +245,12 @@ mod tests {
         assert_eq!(ids, (3..11).collect::<Vec<_>>());
         assert_eq!(tried.avoid().len(), MAX_TRIED);
         assert_eq!(tried.last().map(|l| &**l), Some("a"));
+        assert_eq!(tried.list().last(), Some(EndpointId::new(10)));
+        assert_eq!(tried.list().len(), MAX_TRIED);
+        let mut short = TriedEndpoints::default();
+        short.push(EndpointId::new(4));
+        short.push(EndpointId::new(2));
+        assert_eq!(short.last(), Some(EndpointId::new(2)));
+        assert_eq!(format!("{short:?}"), "[EndpointId(4), EndpointId(2)]");
     }
 }

@@ -4,7 +4,7 @@ use std::error::Error;
 use std::fmt;
 use std::time::Duration;
 
-use super::{EndpointId, HedgeStats, LimitRefused, Refused, StopReason, Tried};
+use super::{EndpointId, HedgeStats, LimitRefused, Refused, StopReason, Tried, TriedEndpoints};
 
 /// Why and how a call failed: the stop reason, the attempts made, the time
 /// spent, the operation's name, and the last error as `source()`. One type
@@ -333,6 +333,14 @@ impl<E> RetryError<E> {
             self.details_mut().tried = tried.clone();
         }
         self
+    }
+
+    /// The same, as the `Copy` list a report carries.
+    pub(crate) fn tried_endpoints(&self) -> TriedEndpoints {
+        match &self.0 {
+            Repr::Full(d) => d.tried.list(),
+            _ => TriedEndpoints::EMPTY,
+        }
     }
 
     /// The endpoints the call's attempts went to, oldest first (the last

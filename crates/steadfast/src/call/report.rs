@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{HedgeStats, RetryError, StopReason};
+use super::{HedgeStats, RetryError, StopReason, TriedEndpoints};
 
 /// A call's result together with how it ended: made by `.report()` on
 /// either executor ([`Retry::report`](crate::retry::Retry::report),
@@ -91,6 +91,15 @@ pub struct Report<T, E> {
     /// failed as [`stop`](Self::stop) says, and [`result`](Self::result)
     /// is the fallback's.
     pub fell_back: bool,
+    /// The endpoints the attempts (or copies) went to, in the order sent,
+    /// under a policy with an [endpoint set](crate::endpoint::Endpoints):
+    /// the last is the one that answered last (for a success, the one
+    /// that succeeded, but for a hedged call, whose winner may be any).
+    pub endpoints: TriedEndpoints,
+    /// Attempts that never reached a server and were sent again elsewhere
+    /// without counting among [`attempts`](Self::attempts) (see
+    /// [`Verdict::Unsent`](crate::Verdict::Unsent)).
+    pub requeues: u32,
 }
 
 impl<T, E> Report<T, E> {
@@ -138,6 +147,8 @@ impl<T, E> Report<T, E> {
             waited: self.waited,
             hedge: self.hedge,
             fell_back: self.fell_back,
+            endpoints: self.endpoints,
+            requeues: self.requeues,
         }
     }
 
@@ -186,6 +197,10 @@ pub struct Ending {
     pub hedge: Option<HedgeStats>,
     /// Whether the call's fallback answered (see [`Report::fell_back`]).
     pub fell_back: bool,
+    /// The endpoints the attempts went to (see [`Report::endpoints`]).
+    pub endpoints: TriedEndpoints,
+    /// Attempts requeued (see [`Report::requeues`]).
+    pub requeues: u32,
 }
 
 impl Ending {
@@ -209,6 +224,8 @@ impl Ending {
         waited: Duration::ZERO,
         hedge: None,
         fell_back: false,
+        endpoints: TriedEndpoints::EMPTY,
+        requeues: 0,
     };
 
     /// A call that ended before it had per-call state: a success at the
@@ -222,6 +239,8 @@ impl Ending {
                 waited: Duration::ZERO,
                 hedge: e.hedge_stats().copied(),
                 fell_back: false,
+                endpoints: e.tried_endpoints(),
+                requeues: 0,
             },
         }
     }
@@ -339,6 +358,8 @@ impl<T, E> Finish<T, E> for Reported {
             waited,
             hedge,
             fell_back,
+            endpoints,
+            requeues,
         } = ending();
         Report {
             result,
@@ -347,6 +368,8 @@ impl<T, E> Finish<T, E> for Reported {
             waited,
             hedge,
             fell_back,
+            endpoints,
+            requeues,
         }
     }
 

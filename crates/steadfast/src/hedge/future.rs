@@ -358,6 +358,11 @@ where
             waited: Duration::ZERO,
             hedge: Some(stats),
             fell_back: false,
+            endpoints: self
+                .state
+                .as_ref()
+                .map_or(crate::call::TriedEndpoints::EMPTY, |s| s.tried().list()),
+            requeues: 0,
         }
     }
 }

@@ -151,6 +151,8 @@ impl CallState {
             waited: self.waited,
             hedge: None,
             fell_back: false,
+            endpoints: self.tried.list(),
+            requeues: self.requeues,
         }
     }
 

@@ -479,11 +479,15 @@ impl HedgePolicy {
     ///   copies are sent ([`HedgeState::stop_sending`]) but those in flight
     ///   run on; the control hears a retryable failure, and the call stops
     ///   with [`StopReason::Permanent`] once the last copy in flight fails;
-    /// - [`Verdict::Retry`] (non-fatal): the next copy is due now,
-    ///   shortcutting the delay (but never before a server's pushback);
+    /// - [`Verdict::Retry`] and [`Verdict::Unsent`] (non-fatal): the next
+    ///   copy is due now, shortcutting the delay (but never before a
+    ///   server's pushback);
     /// - [`Verdict::RetryAfter(d)`](Verdict::RetryAfter) (pushback): the
     ///   next copy is due `d` from now (capped at `max_delay`), later
-    ///   ones `delay` apart from there;
+    ///   ones `delay` apart from there; under an
+    ///   [endpoint set](crate::endpoint::Endpoints) the pushback is its
+    ///   endpoint's, so while an endpoint no copy went to is eligible it
+    ///   counts as a plain failure (the next copy goes there now);
     /// - after either failure the control hears a retryable failure, and
     ///   when nothing is in flight and nothing more will be sent the call
     ///   stops (as in [`send_due`](Self::send_due) rule 4).
@@ -569,6 +573,18 @@ impl HedgePolicy {
             // A copy that never got through is one more failed copy: the
             // next goes now, elsewhere.
             Verdict::Retry | Verdict::Unsent => None,
+            // A hint is its endpoint's (under an endpoint set): while an
+            // endpoint no copy went to is eligible, the next copy goes
+            // there without waiting; only with nowhere new to go is the
+            // pushback held.
+            Verdict::RetryAfter(_)
+                if self
+                    .limits
+                    .endpoints()
+                    .is_some_and(|set| set.has_eligible(state.avoid())) =>
+            {
+                None
+            }
             Verdict::RetryAfter(d) => Some(self.limits.cap(d)),
             Verdict::StopSending => {
                 // No more copies; those in flight run on.

@@ -96,3 +96,48 @@ async fn copies_count_under_the_retry_cap() {
     assert!(set.retry_overflows() >= 1);
     assert_eq!(set.flight().attempts, 0);
 }
+
+/// A pushback is its endpoint's: with another endpoint eligible the next
+/// copy goes there at once; with one endpoint only, the call waits for it.
+#[tokio::test(start_paused = true)]
+async fn a_pushback_holds_copies_only_when_there_is_nowhere_else_to_go() {
+    async fn run(labels: &[&str]) -> Duration {
+        let set = Endpoints::builder()
+            .seed(9)
+            .outlier_detection(None)
+            .build()
+            .unwrap();
+        for label in labels {
+            set.insert(*label, TokioClock.now());
+        }
+        let policy = HedgePolicy::builder(ms(10_000))
+            .max_attempts(2)
+            .endpoints(set)
+            .build()
+            .unwrap();
+        let started = tokio::time::Instant::now();
+        let report = (|a: Attempt| async move {
+            if a.number == 1 {
+                Err("busy")
+            } else {
+                Ok(a.number)
+            }
+        })
+        .hedge(policy)
+        .classify(|o: &Result<u32, &str>| match o {
+            Ok(_) => Verdict::Success,
+            Err(_) => Verdict::RetryAfter(Duration::from_secs(20)),
+        })
+        .clock(TokioClock)
+        .report()
+        .await;
+        assert_eq!(report.result, Ok(2));
+        started.elapsed()
+    }
+    assert_eq!(run(&["a:1", "b:1"]).await, Duration::ZERO, "elsewhere, now");
+    assert_eq!(
+        run(&["only:1"]).await,
+        Duration::from_secs(20),
+        "the pushback, with nowhere else to go"
+    );
+}

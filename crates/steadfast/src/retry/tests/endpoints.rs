@@ -472,3 +472,35 @@ async fn an_async_requeue_is_charged_to_the_control() {
     assert_eq!(err.reason(), StopReason::Throttled);
     assert_eq!(err.attempts(), 1);
 }
+
+/// A report lists the endpoints in the order sent, the last the one that
+/// answered, and counts the requeues; so does its `Ending`.
+#[test]
+fn a_report_names_the_endpoints_in_order_and_the_requeues() {
+    let clock = VirtualClock::new();
+    let (set, _) = three(&clock);
+    let policy = spread(3, &set);
+    let seen = Mutex::new(Vec::new());
+    let report = (|a: Attempt| -> Result<u32, &'static str> {
+        let mut seen = seen.lock().unwrap();
+        seen.push(a.endpoint.expect("picked"));
+        match seen.len() {
+            1 => Err("refused"),
+            2 => Err("unavailable"),
+            _ => Ok(a.number),
+        }
+    })
+    .retry_blocking(&policy)
+    .classify(refused_is_unsent)
+    .clock(clock)
+    .report()
+    .call();
+    let seen = seen.into_inner().unwrap();
+    // Requeued (not counted), failed, then succeeded as attempt 2.
+    assert_eq!(report.result, Ok(2));
+    assert_eq!((report.attempts, report.requeues), (2, 1));
+    assert_eq!(report.endpoints.iter().collect::<Vec<_>>(), seen);
+    assert_eq!(report.endpoints.last(), seen.last().copied());
+    let ending = report.ending();
+    assert_eq!((ending.endpoints, ending.requeues), (report.endpoints, 1));
+}
