@@ -61,7 +61,12 @@ pub fn pushback(headers: &HeaderMap) -> Option<Result<Duration, ()>> {
 /// all if its pushback is invalid or negative ([`Verdict::StopSending`]: no
 /// further attempt or hedge is sent, copies already in flight run on, and
 /// the throttle counts the failure); any other code is final. A
-/// transport error before any response counts as `UNAVAILABLE`.
+/// transport error before any response counts as `UNAVAILABLE`; when the
+/// set has `UNAVAILABLE` and the error is a refused connection
+/// ([`never_sent`]), it is [`Verdict::Unsent`]: the RPC never left the
+/// client, and under an endpoint set it is requeued to another replica
+/// without using an attempt (gRFC A6's transparent retry; elsewhere it is
+/// a retry like any `UNAVAILABLE`).
 ///
 /// For retries the set is the method's `retryableStatusCodes`; for hedging
 /// its `nonFatalStatusCodes` (a non-fatal failure sends the next copy at
@@ -124,7 +129,7 @@ impl GrpcClassify {
     }
 }
 
-impl<B, E> Classify<Response<B>, E> for GrpcClassify {
+impl<B, E: std::error::Error + 'static> Classify<Response<B>, E> for GrpcClassify {
     fn classify(&self, outcome: &Result<Response<B>, E>) -> Verdict {
         match outcome {
             Ok(response) => match head_status(response.headers()) {
@@ -132,6 +137,12 @@ impl<B, E> Classify<Response<B>, E> for GrpcClassify {
                 // Headers without a status: the response streams; committed.
                 None => Verdict::Success,
             },
+            // A connection refused: the RPC never left the client (A6's
+            // transparent retry), so it may go again elsewhere.
+            Err(e) if self.codes.contains(Code::Unavailable) && never_sent(e) => {
+                attempt_failed(Code::Unavailable, None, Verdict::Unsent);
+                Verdict::Unsent
+            }
             Err(_) => self.status(Code::Unavailable, None),
         }
     }
@@ -154,6 +165,34 @@ impl<B, E> Classify<Response<B>, E> for GrpcClassify {
             Err(_) => Answer::GatewayError,
         }
     }
+}
+
+/// Whether `error` says the request never left the client: a connection
+/// refused (an `io::Error` of kind `ConnectionRefused` anywhere in its
+/// chain of sources, as tonic's transport error carries it). Anything
+/// else may have been written, so it is not.
+///
+/// ```
+/// use std::io;
+/// let refused = io::Error::new(io::ErrorKind::ConnectionRefused, "connect");
+/// assert!(steadfast_grpc::never_sent(&refused));
+/// let reset = io::Error::new(io::ErrorKind::ConnectionReset, "reset");
+/// assert!(!steadfast_grpc::never_sent(&reset));
+/// ```
+#[must_use]
+pub fn never_sent(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(error);
+    // A bounded walk: a hostile or cyclic chain ends it.
+    for _ in 0..32 {
+        let Some(e) = next else { return false };
+        if e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+        {
+            return true;
+        }
+        next = e.source();
+    }
+    false
 }
 
 /// What a status says of the endpoint that sent it, for outlier detection:
@@ -230,7 +269,7 @@ fn attempt_failed(code: Code, headers: Option<&HeaderMap>, verdict: Verdict) {
 mod tests {
     use super::*;
 
-    fn head(status: Option<u16>, pushback: Option<&str>) -> Result<Response<()>, ()> {
+    fn head(status: Option<u16>, pushback: Option<&str>) -> Result<Response<()>, std::io::Error> {
         let mut r = Response::builder();
         if let Some(status) = status {
             r = r.header("grpc-status", status);
@@ -270,7 +309,7 @@ mod tests {
     #[test]
     fn a_transport_error_is_unavailable_and_so_overload() {
         let classify = GrpcClassify::retrying(&[]);
-        let failed: Result<Response<()>, ()> = Err(());
+        let failed: Result<Response<()>, std::io::Error> = Err(std::io::Error::other("reset"));
         assert_eq!(classify.classify(&failed), Verdict::Stop);
         assert!(classify.overloaded(&failed));
     }
@@ -283,5 +322,40 @@ mod tests {
         // A status outside 0..=16 reads as UNKNOWN.
         assert!(!classify.overloaded(&head(Some(99), None)));
         assert!(!classify.overloaded(&head(Some(0), None)));
+    }
+
+    /// A transport error whose chain holds a refused connection, as
+    /// tonic's does.
+    #[derive(Debug)]
+    struct Wrapped(std::io::Error);
+    impl std::fmt::Display for Wrapped {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("transport error")
+        }
+    }
+    impl std::error::Error for Wrapped {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn a_refused_connection_never_left_the_client() {
+        use std::io::{Error, ErrorKind};
+        let refused: Result<Response<()>, Wrapped> =
+            Err(Wrapped(Error::new(ErrorKind::ConnectionRefused, "connect")));
+        let reset: Result<Response<()>, Wrapped> =
+            Err(Wrapped(Error::new(ErrorKind::ConnectionReset, "reset")));
+        let retrying = GrpcClassify::retrying(&[Code::Unavailable]);
+        assert_eq!(retrying.classify(&refused), Verdict::Unsent);
+        assert_eq!(retrying.classify(&reset), Verdict::Retry);
+        // A method that does not retry UNAVAILABLE keeps it final.
+        let other = GrpcClassify::retrying(&[Code::Aborted]);
+        assert_eq!(other.classify(&refused), Verdict::Stop);
+        // Either way the endpoint gave no answer.
+        assert_eq!(
+            retrying.answer(&refused, Verdict::Unsent),
+            Answer::GatewayError
+        );
     }
 }

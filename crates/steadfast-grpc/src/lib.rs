@@ -119,7 +119,8 @@ mod trailers_only;
 pub use channel::{ChannelFuture, ConfigSource, GrpcChannel, channel};
 pub use chaos::{ChaosStatus, StatusResponse, chaos_status};
 pub use classify::{
-    CodeSet, GrpcClassify, PUSHBACK_HEADER, answer_for_code, head_status, is_overload, pushback,
+    CodeSet, GrpcClassify, PUSHBACK_HEADER, answer_for_code, head_status, is_overload, never_sent,
+    pushback,
 };
 pub use code::{Code, UnknownCode};
 pub use connect::{BackoffConnector, ConnectError, ConnectFuture};

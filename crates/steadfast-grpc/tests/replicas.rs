@@ -134,6 +134,60 @@ async fn a50_from_the_service_config_ejects_the_failing_replica() {
     assert_eq!(servers[1].state.attempts("k"), before);
 }
 
+/// A URL on 127.0.0.1 nothing listens on: connections are refused.
+fn refusing() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let url = format!("http://{}", listener.local_addr().expect("an address"));
+    drop(listener);
+    url
+}
+
+/// A refused connection never left the client: the call is requeued to
+/// another replica without using an attempt, and the attempt that gets
+/// through is still the first (`grpc-previous-rpc-attempts` absent: the
+/// server never saw the refused one, as gRFC A6 has it for a transparent
+/// retry).
+#[tokio::test]
+async fn a_refused_connection_is_requeued_and_is_no_previous_attempt() {
+    let good = Server::start().await;
+    let dead = [refusing(), refusing()];
+    let mut replicas = channels(std::slice::from_ref(&good));
+    for url in &dead {
+        let channel = Channel::from_shared(url.clone())
+            .expect("a valid URL")
+            .connect_lazy();
+        replicas.push((url.clone(), channel));
+    }
+    let channel = channel_over("echo", replicas, format!("{RETRY}}}").as_str()).expect("a channel");
+    let set = channel.endpoints().expect("a set").clone();
+    // A dead replica once picked carries a failure's load penalty (5 s,
+    // above the 1 s of a replica never sampled).
+    let tried = |url: &String| {
+        set.snapshot(Instant::now())
+            .iter()
+            .any(|e| *e.label == **url && e.rtt > Duration::from_secs(2))
+    };
+    let mut client = EchoClient::new(channel);
+    let mut calls = 0;
+    // Until both dead replicas were picked (a liveness bound: a pick meets
+    // one in about a third of the calls until both are penalized).
+    while !dead.iter().all(tried) {
+        assert!(calls < 500, "the dead replicas were never picked");
+        client.say(say()).await.expect("every call gets through");
+        calls += 1;
+    }
+    let seen = good.state.seen("k");
+    assert_eq!(
+        seen.len(),
+        calls,
+        "every call reached the good replica once"
+    );
+    assert!(
+        seen.iter().all(|s| s.previous_attempts.is_none()),
+        "a requeue is no previous attempt: {seen:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_bad_load_balancing_config_is_an_error_naming_its_field() {
     let servers = replicas().await;

@@ -96,20 +96,9 @@ impl Answer {
 pub(crate) const MAX_TRIED: usize = 8;
 
 /// The endpoints a call's attempts went to, in the order sent (the last
-/// eight of them), kept inline: recording one allocates nothing, and the
-/// list is `Copy`. What a call's [`Ending`](crate::call::Ending) and
-/// [`Report`](crate::Report) carry, under a policy with an
-/// [endpoint set](crate::endpoint::Endpoints); empty without one.
-///
-/// ```
-/// use steadfast::call::{EndpointId, TriedEndpoints};
-/// let none = TriedEndpoints::default();
-/// assert!(none.is_empty() && none.last().is_none());
-/// assert_eq!(none.iter().count(), 0);
-/// # let _: Option<EndpointId> = none.last();
-/// ```
+/// eight of them), kept inline: recording one allocates nothing.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct TriedEndpoints {
+pub(crate) struct TriedEndpoints {
     ids: [EndpointId; MAX_TRIED],
     len: u8,
     /// Where the oldest entry is once the list has wrapped.
@@ -124,7 +113,7 @@ impl Default for TriedEndpoints {
 
 impl TriedEndpoints {
     /// No endpoint.
-    pub const EMPTY: Self = Self {
+    pub(crate) const EMPTY: Self = Self {
         ids: [EndpointId::new(u64::MAX); MAX_TRIED],
         len: 0,
         head: 0,
@@ -143,7 +132,7 @@ impl TriedEndpoints {
     }
 
     /// The endpoints, oldest first.
-    pub fn iter(&self) -> impl Iterator<Item = EndpointId> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = EndpointId> + '_ {
         let len = usize::from(self.len);
         let head = usize::from(self.head);
         (0..len).map(move |i| self.ids[(head + i) % MAX_TRIED])
@@ -151,7 +140,7 @@ impl TriedEndpoints {
 
     /// The endpoint of the last attempt (the one that answered last).
     #[must_use]
-    pub fn last(&self) -> Option<EndpointId> {
+    pub(crate) fn last(&self) -> Option<EndpointId> {
         match usize::from(self.len) {
             0 => None,
             n if n < MAX_TRIED => Some(self.ids[n - 1]),
@@ -159,15 +148,9 @@ impl TriedEndpoints {
         }
     }
 
-    /// How many are recorded (at most eight).
-    #[must_use]
-    pub fn len(&self) -> usize {
-        usize::from(self.len)
-    }
-
     /// Whether none is.
     #[must_use]
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
     }
 
@@ -204,8 +187,14 @@ impl Tried {
     }
 
     /// The list itself.
+    #[cfg(test)]
     pub(crate) fn list(&self) -> TriedEndpoints {
         self.ids
+    }
+
+    /// The endpoint of the last attempt.
+    pub(crate) fn last_id(&self) -> Option<EndpointId> {
+        self.ids.last()
     }
 
     /// The same, as the slice a pick avoids (in storage order).
@@ -246,7 +235,7 @@ mod tests {
         assert_eq!(tried.avoid().len(), MAX_TRIED);
         assert_eq!(tried.last().map(|l| &**l), Some("a"));
         assert_eq!(tried.list().last(), Some(EndpointId::new(10)));
-        assert_eq!(tried.list().len(), MAX_TRIED);
+        assert_eq!(tried.list().iter().count(), MAX_TRIED);
         let mut short = TriedEndpoints::default();
         short.push(EndpointId::new(4));
         short.push(EndpointId::new(2));

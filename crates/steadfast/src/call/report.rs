@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{HedgeStats, RetryError, StopReason, TriedEndpoints};
+use super::{EndpointId, HedgeStats, RetryError, StopReason};
 
 /// A call's result together with how it ended: made by `.report()` on
 /// either executor ([`Retry::report`](crate::retry::Retry::report),
@@ -91,11 +91,14 @@ pub struct Report<T, E> {
     /// failed as [`stop`](Self::stop) says, and [`result`](Self::result)
     /// is the fallback's.
     pub fell_back: bool,
-    /// The endpoints the attempts (or copies) went to, in the order sent,
-    /// under a policy with an [endpoint set](crate::endpoint::Endpoints):
-    /// the last is the one that answered last (for a success, the one
-    /// that succeeded, but for a hedged call, whose winner may be any).
-    pub endpoints: TriedEndpoints,
+    /// The endpoint the last attempt went to, under a policy with an
+    /// [endpoint set](crate::endpoint::Endpoints): for a success, the one
+    /// that answered. `None` without a set, and for a hedged call (its
+    /// copies overlap; each copy's endpoint is in its
+    /// [`Attempt::endpoint`](crate::Attempt::endpoint)). A failed call's
+    /// error lists every endpoint tried, in order
+    /// ([`RetryError::endpoints`]).
+    pub endpoint: Option<EndpointId>,
     /// Attempts that never reached a server and were sent again elsewhere
     /// without counting among [`attempts`](Self::attempts) (see
     /// [`Verdict::Unsent`](crate::Verdict::Unsent)).
@@ -147,7 +150,7 @@ impl<T, E> Report<T, E> {
             waited: self.waited,
             hedge: self.hedge,
             fell_back: self.fell_back,
-            endpoints: self.endpoints,
+            endpoint: self.endpoint,
             requeues: self.requeues,
         }
     }
@@ -197,8 +200,8 @@ pub struct Ending {
     pub hedge: Option<HedgeStats>,
     /// Whether the call's fallback answered (see [`Report::fell_back`]).
     pub fell_back: bool,
-    /// The endpoints the attempts went to (see [`Report::endpoints`]).
-    pub endpoints: TriedEndpoints,
+    /// The endpoint the last attempt went to (see [`Report::endpoint`]).
+    pub endpoint: Option<EndpointId>,
     /// Attempts requeued (see [`Report::requeues`]).
     pub requeues: u32,
 }
@@ -224,7 +227,7 @@ impl Ending {
         waited: Duration::ZERO,
         hedge: None,
         fell_back: false,
-        endpoints: TriedEndpoints::EMPTY,
+        endpoint: None,
         requeues: 0,
     };
 
@@ -239,7 +242,7 @@ impl Ending {
                 waited: Duration::ZERO,
                 hedge: e.hedge_stats().copied(),
                 fell_back: false,
-                endpoints: e.tried_endpoints(),
+                endpoint: e.last_endpoint_id(),
                 requeues: 0,
             },
         }
@@ -358,7 +361,7 @@ impl<T, E> Finish<T, E> for Reported {
             waited,
             hedge,
             fell_back,
-            endpoints,
+            endpoint,
             requeues,
         } = ending();
         Report {
@@ -368,7 +371,7 @@ impl<T, E> Finish<T, E> for Reported {
             waited,
             hedge,
             fell_back,
-            endpoints,
+            endpoint,
             requeues,
         }
     }

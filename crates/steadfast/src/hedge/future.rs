@@ -358,10 +358,7 @@ where
             waited: Duration::ZERO,
             hedge: Some(stats),
             fell_back: false,
-            endpoints: self
-                .state
-                .as_ref()
-                .map_or(crate::call::TriedEndpoints::EMPTY, |s| s.tried().list()),
+            endpoint: None,
             requeues: 0,
         }
     }

@@ -151,7 +151,7 @@ impl CallState {
             waited: self.waited,
             hedge: None,
             fell_back: false,
-            endpoints: self.tried.list(),
+            endpoint: self.tried.last_id(),
             requeues: self.requeues,
         }
     }
