@@ -48,7 +48,7 @@ fn set(labels: &[&str], cap: Option<RetryCap>) -> (Endpoints, Vec<EndpointId>) {
         .outlier_detection(None)
         .retry_cap(cap)
         .build()
-        .unwrap();
+        .expect("a valid set");
     let now = std::time::Instant::now();
     let ids = labels.iter().map(|l| set.insert(*l, now)).collect();
     (set, ids)
@@ -65,13 +65,13 @@ async fn a_refused_request_is_requeued_through_the_layer() {
         .max_attempts(1)
         .endpoints(set.clone())
         .build()
-        .unwrap();
+        .expect("a valid policy");
     let seen: Arc<Mutex<HashMap<EndpointId, u32>>> = Arc::default();
     let inner = {
         let seen = Arc::clone(&seen);
         service_fn(move |(n, endpoint): (u32, Option<EndpointId>)| {
             let endpoint = endpoint.expect("the gate picked one");
-            *seen.lock().unwrap().entry(endpoint).or_default() += 1;
+            *seen.lock().expect("the counts").entry(endpoint).or_default() += 1;
             async move {
                 if endpoint == good {
                     Ok(n)
@@ -87,9 +87,9 @@ async fn a_refused_request_is_requeued_through_the_layer() {
         .layer(inner);
     for n in 0..20 {
         let report = service.clone().oneshot(n).await;
-        assert_eq!(report.unwrap(), n);
+        assert_eq!(report.expect("requeued to the good replica"), n);
     }
-    let seen = seen.lock().unwrap();
+    let seen = seen.lock().expect("the counts");
     assert_eq!(seen.get(&good), Some(&20), "{seen:?}");
     // The seeded picks met the dead replicas: those calls were requeued.
     let refused: u32 = ids[..2].iter().filter_map(|id| seen.get(id)).sum();
@@ -101,17 +101,17 @@ async fn a_refused_request_is_requeued_through_the_layer() {
 /// not sent, and the call ends with the first attempt's error, saying why.
 #[tokio::test(start_paused = true)]
 async fn the_retry_cap_stops_a_retry_through_the_layer() {
-    let (set, _) = set(&["a:1", "b:1"], Some(RetryCap::new(0, 0).unwrap()));
+    let (set, _) = set(&["a:1", "b:1"], Some(RetryCap::new(0, 0).expect("a valid cap")));
     let policy = RetryPolicy::builder()
         .max_attempts(3)
         .endpoints(set.clone())
         .build()
-        .unwrap();
+        .expect("a valid policy");
     let calls = Arc::new(Mutex::new(0_u32));
     let inner = {
         let calls = Arc::clone(&calls);
         service_fn(move |(_, _): (u32, Option<EndpointId>)| {
-            *calls.lock().unwrap() += 1;
+            *calls.lock().expect("the count") += 1;
             async { Err::<u32, _>("unavailable") }
         })
     };
@@ -123,6 +123,6 @@ async fn the_retry_cap_stops_a_retry_through_the_layer() {
     assert_eq!(err.reason(), StopReason::RetryCapped);
     assert_eq!(err.attempts(), 1);
     assert_eq!(err.last_error(), Some(&"unavailable"));
-    assert_eq!(*calls.lock().unwrap(), 1);
+    assert_eq!(*calls.lock().expect("the count"), 1);
     assert_eq!(set.retry_overflows(), 1);
 }
