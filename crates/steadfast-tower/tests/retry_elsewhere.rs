@@ -71,7 +71,11 @@ async fn a_refused_request_is_requeued_through_the_layer() {
         let seen = Arc::clone(&seen);
         service_fn(move |(n, endpoint): (u32, Option<EndpointId>)| {
             let endpoint = endpoint.expect("the gate picked one");
-            *seen.lock().expect("the counts").entry(endpoint).or_default() += 1;
+            *seen
+                .lock()
+                .expect("the counts")
+                .entry(endpoint)
+                .or_default() += 1;
             async move {
                 if endpoint == good {
                     Ok(n)
@@ -101,7 +105,10 @@ async fn a_refused_request_is_requeued_through_the_layer() {
 /// not sent, and the call ends with the first attempt's error, saying why.
 #[tokio::test(start_paused = true)]
 async fn the_retry_cap_stops_a_retry_through_the_layer() {
-    let (set, _) = set(&["a:1", "b:1"], Some(RetryCap::new(0, 0).expect("a valid cap")));
+    let (set, _) = set(
+        &["a:1", "b:1"],
+        Some(RetryCap::new(0, 0).expect("a valid cap")),
+    );
     let policy = RetryPolicy::builder()
         .max_attempts(3)
         .endpoints(set.clone())

@@ -12,6 +12,7 @@ use super::load::{DEFAULT_DECAY, DEFAULT_RTT, PeakEwma};
 use super::outlier::OutlierDetection;
 use super::pick::{Candidates, power_of_two};
 use super::retry_cap::{Flight, RetryCap};
+use crate::backoff::{ConnectionBackoff, GrpcConnectionBackoff};
 use crate::call::{Answer, EndpointId, Refused, Verdict};
 use crate::classify::Classify;
 use crate::config_error::ConfigError;
@@ -24,7 +25,9 @@ pub struct EndpointState {
     pub id: EndpointId,
     /// Its label (an address, a URL): what reports and errors name.
     pub label: Arc<str>,
-    /// Whether the integration says it can take calls (connected).
+    /// Whether it can take calls now: the integration says so
+    /// ([`Endpoints::set_ready`]) and it is not held after a refused
+    /// connection.
     pub ready: bool,
     /// Whether outlier detection has taken it out.
     pub ejected: bool,
@@ -61,6 +64,15 @@ struct Entry {
     flight: Arc<Flight>,
     ready: AtomicBool,
     ejected: AtomicBool,
+    /// Not to be picked before this time, in nanoseconds after `origin`
+    /// (0: not held): the connection backoff after a request that never
+    /// got through ([`Verdict::Unsent`]).
+    held_until: AtomicU64,
+    /// Whether `refusals` holds a backoff in progress (read without its
+    /// lock by every finish).
+    backing_off: AtomicBool,
+    /// The connection backoff of the refusals in a row.
+    refusals: Mutex<Option<ConnectionBackoff>>,
     in_flight: AtomicU64,
     rtt: Mutex<PeakEwma>,
     /// The tally since the last sweep: successes in the high half,
@@ -73,6 +85,12 @@ struct Entry {
 }
 
 impl Entry {
+    /// Whether it may be picked at `at` (nanoseconds after the origin):
+    /// ready, and not held.
+    fn ready_at(&self, at: u64) -> bool {
+        self.ready.load(Ordering::Relaxed) && self.held_until.load(Ordering::Relaxed) <= at
+    }
+
     fn load(&self, now: Instant) -> f64 {
         let rtt = *self.rtt.lock().unwrap_or_else(PoisonError::into_inner);
         rtt.load(self.in_flight.load(Ordering::Relaxed), now)
@@ -93,6 +111,7 @@ struct Shared {
     panic_threshold: u32,
     retry_cap: Option<RetryCap>,
     flight: Arc<Flight>,
+    connection_backoff: Option<GrpcConnectionBackoff>,
     /// The detection's configuration, read without the sweeps' lock (what
     /// counts as a failure, the consecutive thresholds).
     outlier: Option<OutlierDetection>,
@@ -168,6 +187,7 @@ pub struct EndpointsBuilder {
     default_rtt: Duration,
     panic_threshold: u32,
     retry_cap: Option<RetryCap>,
+    connection_backoff: Option<GrpcConnectionBackoff>,
     outlier: Option<OutlierDetection>,
     seed: Option<u64>,
 }
@@ -199,6 +219,18 @@ impl EndpointsBuilder {
     /// least 3).
     pub fn retry_cap(mut self, cap: Option<RetryCap>) -> Self {
         self.retry_cap = cap;
+        self
+    }
+
+    /// How long an endpoint is held out of the picking after a request
+    /// to it never got through (a refused connection,
+    /// [`Verdict::Unsent`]), growing with the refusals in a row: the gRPC
+    /// connection backoff (default [`GrpcConnectionBackoff::default`]: 1 s,
+    /// then × 1.6 ± 20 % up to 120 s); an answer from it starts the curve
+    /// over. `None`: never held (the failure's load penalty alone steers
+    /// calls away).
+    pub fn connection_backoff(mut self, backoff: Option<GrpcConnectionBackoff>) -> Self {
+        self.connection_backoff = backoff;
         self
     }
 
@@ -252,6 +284,7 @@ impl EndpointsBuilder {
                 panic_threshold: self.panic_threshold,
                 retry_cap: self.retry_cap,
                 flight: Arc::new(Flight::new()),
+                connection_backoff: self.connection_backoff,
                 outlier,
                 list: RwLock::new(Arc::from(Vec::new())),
                 sweeps,
@@ -267,13 +300,15 @@ impl EndpointsBuilder {
 impl Endpoints {
     /// A builder: 10 s decay, 1 s default round trip, panic under 50 %
     /// eligible, retries capped at 20 % of the attempts in flight (at
-    /// least 3), gRFC A50 outlier detection.
+    /// least 3), an endpoint that refused a connection held on the gRPC
+    /// connection backoff, gRFC A50 outlier detection.
     pub fn builder() -> EndpointsBuilder {
         EndpointsBuilder {
             decay: DEFAULT_DECAY,
             default_rtt: DEFAULT_RTT,
             panic_threshold: 50,
             retry_cap: Some(RetryCap::default()),
+            connection_backoff: Some(GrpcConnectionBackoff::default()),
             outlier: Some(OutlierDetection::default()),
             seed: None,
         }
@@ -292,6 +327,9 @@ impl Endpoints {
             flight: Arc::clone(&self.shared.flight),
             ready: AtomicBool::new(true),
             ejected: AtomicBool::new(false),
+            held_until: AtomicU64::new(0),
+            backing_off: AtomicBool::new(false),
+            refusals: Mutex::new(None),
             in_flight: AtomicU64::new(0),
             rtt: Mutex::new(PeakEwma::new(
                 self.shared.decay,
@@ -434,18 +472,14 @@ impl Endpoints {
     fn pick_as(&self, now: Instant, avoid: &[EndpointId], retry: bool) -> Result<Picked, Refused> {
         self.shared.sweep_if_due(now);
         let list = self.list();
-        let in_service =
-            |e: &Entry| e.ready.load(Ordering::Relaxed) && !e.ejected.load(Ordering::Relaxed);
+        let at = self.shared.at(now);
+        let in_service = |e: &Entry| e.ready_at(at) && !e.ejected.load(Ordering::Relaxed);
         let eligible = list.iter().filter(|e| in_service(e)).count();
         let panic =
             (eligible as u64) * 100 < u64::from(self.shared.panic_threshold) * list.len() as u64;
         let fresh = |e: &Entry| !avoid.contains(&e.id);
         let usable = |e: &Entry, avoiding: bool| {
-            (if panic {
-                e.ready.load(Ordering::Relaxed)
-            } else {
-                in_service(e)
-            }) && (!avoiding || fresh(e))
+            (if panic { e.ready_at(at) } else { in_service(e) }) && (!avoiding || fresh(e))
         };
         let avoiding = !avoid.is_empty() && list.iter().any(|e| usable(e, true));
         let view = View {
@@ -502,28 +536,29 @@ impl Endpoints {
         self.shared.retry_cap
     }
 
-    /// Whether an endpoint not in `avoid` is eligible now (ready and not
-    /// ejected): where a retry could go instead of waiting for the hint of
-    /// the endpoint that just answered. Reads only; runs no sweep.
+    /// Whether an endpoint not in `avoid` is eligible at `now` (ready, not
+    /// held, not ejected): where a retry could go instead of waiting for
+    /// the hint of the endpoint that just answered. Reads only; runs no
+    /// sweep.
     ///
     /// ```
     /// use std::time::Instant;
     /// use steadfast::endpoint::Endpoints;
     /// let set = Endpoints::builder().build()?;
-    /// let a = set.insert("a:1", Instant::now());
-    /// let b = set.insert("b:1", Instant::now());
-    /// assert!(set.has_eligible(&[a]));
+    /// let now = Instant::now();
+    /// let a = set.insert("a:1", now);
+    /// let b = set.insert("b:1", now);
+    /// assert!(set.has_eligible(now, &[a]));
     /// set.set_ready(b, false);
-    /// assert!(!set.has_eligible(&[a]));
+    /// assert!(!set.has_eligible(now, &[a]));
     /// # Ok::<(), steadfast::ConfigError>(())
     /// ```
     #[must_use]
-    pub fn has_eligible(&self, avoid: &[EndpointId]) -> bool {
-        self.list().iter().any(|e| {
-            e.ready.load(Ordering::Relaxed)
-                && !e.ejected.load(Ordering::Relaxed)
-                && !avoid.contains(&e.id)
-        })
+    pub fn has_eligible(&self, now: Instant, avoid: &[EndpointId]) -> bool {
+        let at = self.shared.at(now);
+        self.list()
+            .iter()
+            .any(|e| e.ready_at(at) && !e.ejected.load(Ordering::Relaxed) && !avoid.contains(&e.id))
     }
 
     /// Every endpoint's state at `now`, for a dashboard or a test (reads
@@ -539,12 +574,13 @@ impl Endpoints {
                     .map(|(id, h)| (*id, h.multiplier()))
                     .collect()
             });
+        let at = self.shared.at(now);
         self.list()
             .iter()
             .map(|e| EndpointState {
                 id: e.id,
                 label: Arc::clone(&e.label),
-                ready: e.ready.load(Ordering::Relaxed),
+                ready: e.ready_at(at),
                 ejected: e.ejected.load(Ordering::Relaxed),
                 in_flight: e.in_flight.load(Ordering::Relaxed),
                 rtt: e
@@ -575,6 +611,14 @@ fn nanos(d: Duration) -> u64 {
 }
 
 impl Shared {
+    /// `now` in nanoseconds after the set's origin (0 before any endpoint
+    /// came).
+    fn at(&self, now: Instant) -> u64 {
+        self.origin
+            .get()
+            .map_or(0, |origin| nanos(now.saturating_duration_since(*origin)))
+    }
+
     /// The list now: a snapshot the caller keeps while the set changes.
     fn list(&self) -> Arc<[Arc<Entry>]> {
         Arc::clone(&self.list.read().unwrap_or_else(PoisonError::into_inner))
@@ -736,6 +780,51 @@ fn apply(list: &[Arc<Entry>], ids: &[EndpointId], event: Event) {
     }
 }
 
+impl Entry {
+    /// A request to it never got through at `now`: held out of the picking
+    /// for the next step of its connection backoff.
+    #[cold]
+    fn refused(&self, now: Instant) {
+        let Some(shared) = self.shared.upgrade() else {
+            return;
+        };
+        let Some(config) = shared.connection_backoff else {
+            return;
+        };
+        let mut refusals = self.refusals.lock().unwrap_or_else(PoisonError::into_inner);
+        let backoff = refusals.get_or_insert_with(|| {
+            let seed = match &shared.rng {
+                Some(seeded) => seeded
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .next_u64(),
+                None => PICK_RNG.with(|rng| rng.borrow_mut().next_u64()),
+            };
+            config.connection(Rng::with_seed(seed))
+        });
+        let retry_at = backoff.next_attempt(now).retry_at;
+        let until = nanos(retry_at.saturating_duration_since(self.origin)).max(1);
+        self.held_until.store(until, Ordering::Relaxed);
+        self.backing_off.store(true, Ordering::Relaxed);
+        tracing::debug!(
+            target: "steadfast::endpoint",
+            endpoint = &*self.label,
+            held_ms = u64::try_from(retry_at.saturating_duration_since(now).as_millis()).unwrap_or(u64::MAX),
+            "endpoint refused the connection: held"
+        );
+    }
+
+    /// It answered: its connection backoff starts over.
+    #[cold]
+    fn answered(&self) {
+        let mut refusals = self.refusals.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(backoff) = refusals.as_mut() {
+            backoff.reset();
+        }
+        self.backing_off.store(false, Ordering::Relaxed);
+    }
+}
+
 /// The list as the pick sees it.
 struct View<'a, U> {
     list: &'a [Arc<Entry>],
@@ -863,6 +952,11 @@ impl Picked {
             Verdict::RetryAfter(hint) => Some(hint),
             _ => None,
         };
+        if verdict == Verdict::Unsent {
+            self.entry.refused(now);
+        } else if self.entry.backing_off.load(Ordering::Relaxed) {
+            self.entry.answered();
+        }
         self.finish(classify.answer(outcome, verdict), hint, now);
     }
 }

@@ -842,3 +842,71 @@ fn a_set_idle_for_a_year_catches_up_at_once_and_exactly() {
     );
     assert_eq!(set.snapshot(later)[0].multiplier, 1);
 }
+
+/// A request that never got through holds its endpoint out of the picking
+/// on the gRPC connection backoff: 1 s, then 1.6 s ± 20 %; while held it is
+/// not ready, not eligible and never picked; an answer starts the curve
+/// over.
+#[test]
+fn a_refused_connection_holds_the_endpoint_on_the_connection_backoff() {
+    use crate::Verdict;
+    use crate::classify::AnyError;
+    let t0 = Instant::now();
+    let set = Endpoints::builder()
+        .seed(5)
+        .outlier_detection(None)
+        .build()
+        .unwrap();
+    let a = set.insert("a:1", t0);
+    let b = set.insert("b:1", t0);
+    let refused: Result<(), &str> = Err("connection refused");
+    let answered: Result<(), &str> = Ok(());
+    let pick_a = |now: Instant| loop {
+        // The pick is random between two: take the one on `a`.
+        let p = set.pick_avoiding(now, &[b]).expect("a ready endpoint");
+        if p.id() == a {
+            return p;
+        }
+    };
+    let ready = |now: Instant| set.snapshot(now).iter().find(|e| e.id == a).unwrap().ready;
+    pick_a(t0).judge(&AnyError, Verdict::Unsent, &refused, t0);
+    // Held for exactly 1 s (the first step has no jitter).
+    for at in [t0, t0 + S / 2, t0 + S - Duration::from_nanos(1)] {
+        assert!(!ready(at));
+        assert!(!set.has_eligible(at, &[b]));
+        for _ in 0..20 {
+            assert_eq!(
+                set.pick(at).unwrap().id(),
+                b,
+                "a held endpoint is never picked"
+            );
+        }
+    }
+    assert!(ready(t0 + S));
+    // Refused again: 1.6 s ± 20 %.
+    let t1 = t0 + S;
+    pick_a(t1).judge(&AnyError, Verdict::Unsent, &refused, t1);
+    assert!(!ready(t1 + Duration::from_millis(1279)));
+    assert!(ready(t1 + Duration::from_millis(1921)));
+    // An answer starts the curve over: the next refusal holds it 1 s.
+    let t2 = t1 + Duration::from_secs(2);
+    pick_a(t2).judge(&AnyError, Verdict::Success, &answered, t2);
+    let t3 = t2 + S;
+    pick_a(t3).judge(&AnyError, Verdict::Unsent, &refused, t3);
+    assert!(!ready(t3 + S - Duration::from_nanos(1)));
+    assert!(ready(t3 + S));
+
+    // A set without a connection backoff never holds.
+    let plain = Endpoints::builder()
+        .connection_backoff(None)
+        .outlier_detection(None)
+        .build()
+        .unwrap();
+    let only = plain.insert("only:1", t0);
+    plain
+        .pick(t0)
+        .unwrap()
+        .judge(&AnyError, Verdict::Unsent, &refused, t0);
+    assert!(plain.has_eligible(t0, &[]));
+    assert_eq!(plain.pick(t0).unwrap().id(), only);
+}

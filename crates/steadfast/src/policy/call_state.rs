@@ -306,13 +306,13 @@ impl<S: Schedule> RetryPolicy<S> {
         // load): while an endpoint the call has not tried is eligible, the
         // retry goes there on the schedule's wait; only a call with nowhere
         // else to go waits for the hint.
+        let now = clock.now();
         let hint = hint.filter(|_| {
             !self
                 .limits
                 .endpoints()
-                .is_some_and(|set| set.has_eligible(state.avoid()))
+                .is_some_and(|set| set.has_eligible(now, state.avoid()))
         });
-        let now = clock.now();
         self.limits.hear(verdict, || {
             let started = state.attempt_started.take()?;
             Some(now.saturating_duration_since(started))
@@ -332,7 +332,7 @@ impl<S: Schedule> RetryPolicy<S> {
             && self
                 .limits
                 .endpoints()
-                .is_some_and(|set| set.has_eligible(state.avoid()))
+                .is_some_and(|set| set.has_eligible(now, state.avoid()))
         {
             return self.requeue(state);
         }

@@ -581,7 +581,7 @@ impl HedgePolicy {
                 if self
                     .limits
                     .endpoints()
-                    .is_some_and(|set| set.has_eligible(state.avoid())) =>
+                    .is_some_and(|set| set.has_eligible(now, state.avoid())) =>
             {
                 None
             }
