@@ -504,7 +504,8 @@ impl Endpoints {
         }
         let entry = Arc::clone(&list[i]);
         entry.in_flight.fetch_add(1, Ordering::Relaxed);
-        let started = nanos(now.saturating_duration_since(entry.origin)).min(RETRY - 1);
+        // Below the retry bit, and never all ones with it ([`DONE`]).
+        let started = nanos(now.saturating_duration_since(entry.origin)).min(RETRY - 2);
         Ok(Picked {
             entry,
             started: if retry { started | RETRY } else { started },
