@@ -11,6 +11,12 @@
 //! the waits for a sweep or a return are liveness bounds far above what a
 //! run takes.
 
+mod support {
+    pub mod server;
+}
+
+use support::server::refusing;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU16, AtomicU32, Ordering};
 use std::time::Duration;
@@ -59,16 +65,6 @@ impl Replica {
     fn hits(&self) -> u32 {
         self.hits.load(Ordering::Relaxed)
     }
-}
-
-/// A base URL on 127.0.0.1 nothing listens on: connections are refused.
-async fn refusing() -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a port");
-    let url = format!("http://{}", listener.local_addr().expect("an address"));
-    drop(listener);
-    url
 }
 
 fn quick() -> Backoff {

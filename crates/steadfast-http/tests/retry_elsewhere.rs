@@ -13,6 +13,12 @@
 //! client decided (its attempt events), and a wall-clock bound is only
 //! ever a lower one (a sleep is never shorter than asked).
 
+mod support {
+    pub mod server;
+}
+
+use support::server::refusing;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -60,16 +66,6 @@ impl Replica {
     fn calls(&self) -> Vec<u32> {
         self.calls.lock().expect("calls").clone()
     }
-}
-
-/// A base URL on 127.0.0.1 nothing listens on: connections are refused.
-async fn refusing() -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a port");
-    let url = format!("http://{}", listener.local_addr().expect("an address"));
-    drop(listener);
-    url
 }
 
 fn quick() -> Backoff {
@@ -152,6 +148,9 @@ async fn a_refused_connection_is_requeued_without_using_an_attempt() {
         .expect("the POST gets through");
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(good.calls().iter().filter(|c| **c == 1000).count(), 1);
+    // Every pick and every place under the retry cap was given back.
+    let set = client.endpoints().expect("a set");
+    assert_eq!((set.flight().attempts, set.flight().retries), (0, 0));
 }
 
 #[tokio::test]

@@ -410,3 +410,14 @@ pub async fn eventually(mut done: impl FnMut() -> bool) -> bool {
     }
     done()
 }
+
+/// A base URL on 127.0.0.1 nothing listens on (a port the OS picked, then
+/// freed): connections to it are refused.
+pub async fn refusing() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port");
+    let url = format!("http://{}", listener.local_addr().expect("an address"));
+    drop(listener);
+    url
+}

@@ -52,7 +52,7 @@ use steadfast::control::{AllOf, CircuitBreaker, RetryBudget, WindowKind};
 use steadfast::policy::{CallState, Decision};
 use steadfast::{RetryControl, RetryPolicy, Verdict};
 
-use super::{ScenarioResult, SeededCalls, StrategyResult, mix, run_strategies};
+use super::{Calls, ScenarioResult, SeededCalls, StrategyResult, exp_gap, mix, run_strategies};
 use crate::engine::{Engine, Nanos, SimClock, nanos, secs};
 use crate::error::check;
 use crate::metrics::Series;
@@ -435,8 +435,7 @@ fn run_one(
     let mut steady_attempts = 0u64;
     let mut successes = 0u64;
     let mut epoch = 0u32;
-    let mut calls: Vec<Option<Call>> = Vec::new();
-    let mut free: Vec<u32> = Vec::new();
+    let mut calls: Calls<Call> = Calls::new();
 
     engine.schedule(down, Ev::Down);
     engine.schedule(up, Ev::Up);
@@ -450,9 +449,9 @@ fn run_one(
         }
         let id = match event {
             Ev::Arrival => {
-                let gap = -mean_gap * (1.0 - arrivals.unit_f64()).ln();
+                let gap = exp_gap(&mut arrivals, mean_gap);
                 let client = (arrivals.next_u64() % u64::from(config.clients)) as u32;
-                let next = now.saturating_add(gap as u64);
+                let next = now.saturating_add(gap);
                 if next < duration {
                     engine.schedule(next, Ev::Arrival);
                 }
@@ -466,21 +465,11 @@ fn run_one(
                     }
                     continue;
                 };
-                let call = Call {
+                calls.insert(Call {
                     client,
                     start: now,
                     state,
-                };
-                match free.pop() {
-                    Some(id) => {
-                        calls[id as usize] = Some(call);
-                        id
-                    }
-                    None => {
-                        calls.push(Some(call));
-                        u32::try_from(calls.len() - 1).unwrap_or(u32::MAX)
-                    }
-                }
+                })
             }
             Ev::Send(id) => id,
             Ev::Finish {
@@ -496,10 +485,7 @@ fn run_one(
                 continue;
             }
             Ev::Response { call: id, ok } => {
-                let Some(slot) = calls.get_mut(id as usize) else {
-                    continue;
-                };
-                let Some(call) = slot.as_mut() else {
+                let Some(call) = calls.get_mut(id) else {
                     continue;
                 };
                 let policy = &clients[call.client as usize];
@@ -515,8 +501,7 @@ fn run_one(
                     }
                     Decision::Stop(_) => {}
                 }
-                *slot = None;
-                free.push(id);
+                calls.remove(id);
                 continue;
             }
             Ev::Down => {
@@ -538,7 +523,7 @@ fn run_one(
             }
         };
         // Call `id` sends an attempt now.
-        if let Some(Some(call)) = calls.get_mut(id as usize) {
+        if let Some(call) = calls.get_mut(id) {
             clients[call.client as usize].attempt_starting(&mut call.state, &clock);
         }
         r.attempts += 1;

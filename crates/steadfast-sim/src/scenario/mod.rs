@@ -138,3 +138,54 @@ pub(crate) fn mix(seed: u64, n: u64) -> u64 {
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
 }
+
+/// The gap to the next arrival of a Poisson process whose gaps average
+/// `mean_gap` nanoseconds: one draw from `rng`.
+pub(crate) fn exp_gap(rng: &mut Rng, mean_gap: f64) -> u64 {
+    (-mean_gap * (1.0 - rng.unit_f64()).ln()) as u64
+}
+
+/// The calls in progress, by a small id an event can carry: a slot table
+/// whose freed ids are used again.
+#[derive(Debug)]
+pub(crate) struct Calls<T> {
+    slots: Vec<Option<T>>,
+    free: Vec<u32>,
+}
+
+impl<T> Calls<T> {
+    pub(crate) fn new() -> Self {
+        Self {
+            slots: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+
+    /// Keeps `call`, and its id.
+    pub(crate) fn insert(&mut self, call: T) -> u32 {
+        match self.free.pop() {
+            Some(id) => {
+                self.slots[id as usize] = Some(call);
+                id
+            }
+            None => {
+                self.slots.push(Some(call));
+                u32::try_from(self.slots.len() - 1).unwrap_or(u32::MAX)
+            }
+        }
+    }
+
+    /// Call `id`, if it is in progress.
+    pub(crate) fn get_mut(&mut self, id: u32) -> Option<&mut T> {
+        self.slots.get_mut(id as usize).and_then(Option::as_mut)
+    }
+
+    /// Call `id` is over: its id is free again.
+    pub(crate) fn remove(&mut self, id: u32) {
+        if let Some(slot) = self.slots.get_mut(id as usize)
+            && slot.take().is_some()
+        {
+            self.free.push(id);
+        }
+    }
+}

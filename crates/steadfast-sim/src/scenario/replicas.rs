@@ -69,7 +69,7 @@ use steadfast::policy::gate::{Admission, Ticket};
 use steadfast::policy::{CallState, Decision};
 use steadfast::{RetryPolicy, Verdict};
 
-use super::{ScenarioResult, SeededCalls, StrategyResult, mix, run_strategies};
+use super::{Calls, ScenarioResult, SeededCalls, StrategyResult, exp_gap, mix, run_strategies};
 use crate::engine::{Engine, SimClock, nanos};
 use crate::error::check;
 use crate::metrics::Series;
@@ -381,8 +381,7 @@ fn run_one(
         bad_per_bucket: Series::new(nanos(config.bucket)),
     };
     let mut successes = 0u64;
-    let mut calls: Vec<Option<Call>> = Vec::new();
-    let mut free: Vec<u32> = Vec::new();
+    let mut calls: Calls<Call> = Calls::new();
 
     engine.schedule(0, Ev::Arrival);
     while let Some((now, event)) = engine.pop() {
@@ -394,30 +393,20 @@ fn run_one(
         }
         let id = match event {
             Ev::Arrival => {
-                let gap = -mean_gap * (1.0 - arrivals.unit_f64()).ln();
+                let gap = exp_gap(&mut arrivals, mean_gap);
                 let client = (arrivals.next_u64() % u64::from(config.clients)) as u32;
-                let next = now.saturating_add(gap as u64);
+                let next = now.saturating_add(gap);
                 if next < duration {
                     engine.schedule(next, Ev::Arrival);
                 }
                 r.calls += 1;
                 let state = clients[client as usize].policy.start(&clock, None);
-                let call = Call {
+                calls.insert(Call {
                     client,
                     state,
                     ticket: Ticket::FREE,
                     bad_met: 0,
-                };
-                match free.pop() {
-                    Some(id) => {
-                        calls[id as usize] = Some(call);
-                        id
-                    }
-                    None => {
-                        calls.push(Some(call));
-                        u32::try_from(calls.len() - 1).unwrap_or(u32::MAX)
-                    }
-                }
+                })
             }
             Ev::Send(id) => id,
             Ev::Finish { replica, call } => {
@@ -437,10 +426,7 @@ fn run_one(
                 continue;
             }
             Ev::Response { call: id, ok } => {
-                let Some(slot) = calls.get_mut(id as usize) else {
-                    continue;
-                };
-                let Some(call) = slot.as_mut() else {
+                let Some(call) = calls.get_mut(id) else {
                     continue;
                 };
                 let policy = &clients[call.client as usize].policy;
@@ -458,14 +444,13 @@ fn run_one(
                 if call.bad_met > 1 {
                     r.met_bad_twice += 1;
                 }
-                *slot = None;
-                free.push(id);
+                calls.remove(id);
                 continue;
             }
         };
         // Call `id` sends an attempt now: to the replica the gate picks, or
         // to one drawn at random.
-        let Some(Some(call)) = calls.get_mut(id as usize) else {
+        let Some(call) = calls.get_mut(id) else {
             continue;
         };
         let client = &clients[call.client as usize];
@@ -488,8 +473,7 @@ fn run_one(
                     if call.bad_met > 1 {
                         r.met_bad_twice += 1;
                     }
-                    calls[id as usize] = None;
-                    free.push(id);
+                    calls.remove(id);
                     continue;
                 }
             }

@@ -487,16 +487,12 @@ impl Endpoints {
             now,
             usable: |e: &Entry| usable(e, avoiding),
         };
-        let i = match &self.shared.rng {
-            Some(seeded) => {
-                let mut rng = seeded.lock().unwrap_or_else(PoisonError::into_inner);
-                power_of_two(&view, &mut rng)
-            }
-            None => PICK_RNG.with(|rng| power_of_two(&view, &mut rng.borrow_mut())),
-        }
-        .ok_or(Refused::NoEndpoint {
-            endpoints: u32::try_from(list.len()).unwrap_or(u32::MAX),
-        })?;
+        let i = self
+            .shared
+            .draw(|rng| power_of_two(&view, rng))
+            .ok_or(Refused::NoEndpoint {
+                endpoints: u32::try_from(list.len()).unwrap_or(u32::MAX),
+            })?;
         if retry {
             self.shared.flight.start_retry(self.shared.retry_cap)?;
         } else {
@@ -612,6 +608,15 @@ fn nanos(d: Duration) -> u64 {
 }
 
 impl Shared {
+    /// Runs `f` on the set's random source: a seeded set's own (under its
+    /// lock), else this thread's.
+    fn draw<R>(&self, f: impl FnOnce(&mut Rng) -> R) -> R {
+        match &self.rng {
+            Some(seeded) => f(&mut seeded.lock().unwrap_or_else(PoisonError::into_inner)),
+            None => PICK_RNG.with(|rng| f(&mut rng.borrow_mut())),
+        }
+    }
+
     /// `now` in nanoseconds after the set's origin (0 before any endpoint
     /// came).
     fn at(&self, now: Instant) -> u64 {
@@ -793,16 +798,8 @@ impl Entry {
             return;
         };
         let mut refusals = self.refusals.lock().unwrap_or_else(PoisonError::into_inner);
-        let backoff = refusals.get_or_insert_with(|| {
-            let seed = match &shared.rng {
-                Some(seeded) => seeded
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .next_u64(),
-                None => PICK_RNG.with(|rng| rng.borrow_mut().next_u64()),
-            };
-            config.connection(Rng::with_seed(seed))
-        });
+        let backoff = refusals
+            .get_or_insert_with(|| config.connection(Rng::with_seed(shared.draw(Rng::next_u64))));
         let retry_at = backoff.next_attempt(now).retry_at;
         let until = nanos(retry_at.saturating_duration_since(self.origin)).max(1);
         self.held_until.store(until, Ordering::Relaxed);

@@ -307,12 +307,14 @@ impl<S: Schedule> RetryPolicy<S> {
         // retry goes there on the schedule's wait; only a call with nowhere
         // else to go waits for the hint.
         let now = clock.now();
-        let hint = hint.filter(|_| {
-            !self
-                .limits
+        // Whether an endpoint the call has not tried is eligible now
+        // (asked only for a hint or a request never sent).
+        let elsewhere = |state: &CallState| {
+            self.limits
                 .endpoints()
                 .is_some_and(|set| set.has_eligible(now, state.avoid()))
-        });
+        };
+        let hint = hint.filter(|_| !elsewhere(state));
         self.limits.hear(verdict, || {
             let started = state.attempt_started.take()?;
             Some(now.saturating_duration_since(started))
@@ -327,13 +329,7 @@ impl<S: Schedule> RetryPolicy<S> {
         {
             return Decision::Stop(StopReason::Deadline);
         }
-        if verdict == Verdict::Unsent
-            && state.requeues < self.max_requeues
-            && self
-                .limits
-                .endpoints()
-                .is_some_and(|set| set.has_eligible(now, state.avoid()))
-        {
+        if verdict == Verdict::Unsent && state.requeues < self.max_requeues && elsewhere(state) {
             return self.requeue(state);
         }
         if state.attempts >= self.max_attempts {
