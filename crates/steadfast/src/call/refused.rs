@@ -129,8 +129,11 @@ impl std::error::Error for RateRefused {}
 /// assert_eq!(full.limit_refused().map(|l| l.limit), Some(4));
 /// let open = Refused::Control { by: "circuit breaker", retry_after: Some(Duration::from_secs(5)) };
 /// assert_eq!(open.to_string(), "refused by circuit breaker, for 5.0s more");
-/// let none = Refused::NoEndpoint { endpoints: 3 };
+/// let none = Refused::NoEndpoint { endpoints: 3, retry_after: None };
 /// assert_eq!((none.to_string(), none.reason(false)), ("no endpoint ready (of 3)".to_owned(), StopReason::NoEndpoint));
+/// // Every endpoint held on its connection backoff: the first comes back in 1.2 s.
+/// let held = Refused::NoEndpoint { endpoints: 3, retry_after: Some(Duration::from_millis(1200)) };
+/// assert_eq!(held.to_string(), "no endpoint ready (of 3), the first back in 1.2s");
 /// let capped = Refused::RetryCap { in_flight: 3, cap: 3 };
 /// assert_eq!(capped.to_string(), "retry cap reached: 3 retries in flight over the endpoint set, cap 3");
 /// assert_eq!(capped.reason(false), StopReason::RetryCapped);
@@ -156,6 +159,11 @@ pub enum Refused {
     NoEndpoint {
         /// How many endpoints the set had, none of them ready.
         endpoints: u32,
+        /// How long until the first endpoint held out of the picking for a
+        /// known time (on its connection backoff, after a request that
+        /// never got through) comes back; `None` when none will by itself
+        /// (an empty set, endpoints marked not ready).
+        retry_after: Option<Duration>,
     },
     /// The policy's [endpoint set](crate::endpoint::Endpoints) had as many
     /// retries and hedged copies in flight as its
@@ -208,13 +216,16 @@ impl Refused {
 
     /// How long until the same attempt would be admitted, where the
     /// refuser knows (a rate limit does, a circuit breaker does while
-    /// open; a concurrency limit cannot tell when a slot frees).
+    /// open, an endpoint set whose endpoints are held on their connection
+    /// backoff does; a concurrency limit cannot tell when a slot frees).
     #[must_use]
     pub const fn retry_after(&self) -> Option<Duration> {
         match self {
-            Self::Control { retry_after, .. } => *retry_after,
+            Self::Control { retry_after, .. } | Self::NoEndpoint { retry_after, .. } => {
+                *retry_after
+            }
             Self::Rate(r) => r.retry_after,
-            Self::Limit(_) | Self::NoEndpoint { .. } | Self::RetryCap { .. } => None,
+            Self::Limit(_) | Self::RetryCap { .. } => None,
         }
     }
 
@@ -262,9 +273,18 @@ impl fmt::Display for Refused {
             } => write!(f, "refused by {by}, for {} more", super::error::Secs(*d)),
             Self::Rate(r) => r.fmt(f),
             Self::Limit(l) => l.fmt(f),
-            Self::NoEndpoint { endpoints } => {
-                write!(f, "no endpoint ready (of {endpoints})")
-            }
+            Self::NoEndpoint {
+                endpoints,
+                retry_after: None,
+            } => write!(f, "no endpoint ready (of {endpoints})"),
+            Self::NoEndpoint {
+                endpoints,
+                retry_after: Some(d),
+            } => write!(
+                f,
+                "no endpoint ready (of {endpoints}), the first back in {}",
+                super::error::Secs(*d)
+            ),
             Self::RetryCap { in_flight, cap } => write!(
                 f,
                 "retry cap reached: {in_flight} retries in flight over the endpoint set, cap {cap}"

@@ -487,12 +487,9 @@ impl Endpoints {
             now,
             usable: |e: &Entry| usable(e, avoiding),
         };
-        let i = self
-            .shared
-            .draw(|rng| power_of_two(&view, rng))
-            .ok_or(Refused::NoEndpoint {
-                endpoints: u32::try_from(list.len()).unwrap_or(u32::MAX),
-            })?;
+        let Some(i) = self.shared.draw(|rng| power_of_two(&view, rng)) else {
+            return Err(none_ready(&list, at));
+        };
         if retry {
             self.shared.flight.start_retry(self.shared.retry_cap)?;
         } else {
@@ -599,6 +596,23 @@ impl Endpoints {
 
     fn entry(&self, id: EndpointId) -> Option<Arc<Entry>> {
         self.list().iter().find(|e| e.id == id).cloned()
+    }
+}
+
+/// The refusal of a pick that found no endpoint ready at `at`: with when
+/// the first endpoint held on its connection backoff comes back, if one
+/// is (one marked not ready comes back only when marked ready).
+#[cold]
+fn none_ready(list: &[Arc<Entry>], at: u64) -> Refused {
+    let first_back = list
+        .iter()
+        .filter(|e| e.ready.load(Ordering::Relaxed))
+        .map(|e| e.held_until.load(Ordering::Relaxed))
+        .filter(|&until| until > at)
+        .min();
+    Refused::NoEndpoint {
+        endpoints: u32::try_from(list.len()).unwrap_or(u32::MAX),
+        retry_after: first_back.map(|until| Duration::from_nanos(until - at)),
     }
 }
 

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use super::gate::Ticket;
 use super::{Decision, RetryPolicy};
 use crate::backoff::{Schedule, ScheduleState};
-use crate::call::{Ending, EndpointId, StopReason, Tried, Verdict};
+use crate::call::{Ending, EndpointId, Refused, StopReason, Tried, Verdict};
 use crate::clock::Clock;
 use crate::control::{Grant, Refusal};
 use crate::deadline::Deadline;
@@ -402,6 +402,68 @@ impl<S> RetryPolicy<S> {
             "steadfast: requeued (the attempt never reached a server)"
         );
         Decision::Retry(Duration::ZERO)
+    }
+
+    /// The gate refused the next attempt because no endpoint was ready,
+    /// though one comes back at a known time (every endpoint is held on
+    /// its connection backoff after requests that never got through:
+    /// [`Refused::NoEndpoint`] with a [`retry_after`](Refused::retry_after)).
+    /// While the call has requeues left
+    /// ([`max_requeues`](crate::policy::RetryPolicyBuilder::max_requeues))
+    /// and that wait (capped at `max_delay`) ends before its deadline, the
+    /// attempt is *requeued*: the executor waits the returned time and asks
+    /// the gate again. It is counted as a requeue, not an attempt; the
+    /// control's grant for it carries over to the attempt that follows
+    /// (nothing was sent, so nothing more is charged). `None`: the
+    /// refusal ends the call as [`Refused::reason`] says.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::call::Refused;
+    /// use steadfast::clock::VirtualClock;
+    /// use steadfast::RetryPolicy;
+    ///
+    /// let policy = RetryPolicy::builder().max_requeues(1).build()?;
+    /// let clock = VirtualClock::manual();
+    /// let mut call = policy.start(&clock, None);
+    /// let held = Refused::NoEndpoint { endpoints: 2, retry_after: Some(Duration::from_secs(1)) };
+    /// assert_eq!(policy.requeue_refused(&mut call, &held, &clock), Some(Duration::from_secs(1)));
+    /// assert_eq!((call.requeues(), call.attempts()), (1, 0));
+    /// // No requeue left; and a set none of whose endpoints will come back by itself.
+    /// assert_eq!(policy.requeue_refused(&mut call, &held, &clock), None);
+    /// let gone = Refused::NoEndpoint { endpoints: 0, retry_after: None };
+    /// assert_eq!(policy.requeue_refused(&mut policy.start(&clock, None), &gone, &clock), None);
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
+    #[cold]
+    pub fn requeue_refused<C: Clock>(
+        &self,
+        state: &mut CallState,
+        refused: &Refused,
+        clock: &C,
+    ) -> Option<Duration> {
+        let Refused::NoEndpoint {
+            retry_after: Some(back_in),
+            ..
+        } = *refused
+        else {
+            return None;
+        };
+        if state.requeues >= self.max_requeues {
+            return None;
+        }
+        let now = clock.now();
+        let wait = self.limits.wait(back_in, state.deadline, now).duration()?;
+        state.requeues += 1;
+        state.waited = state.waited.saturating_add(wait);
+        state.last_wait = wait;
+        tracing::debug!(
+            attempt = state.attempts + 1,
+            requeues = state.requeues,
+            wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+            "steadfast: requeued (no endpoint ready: waiting for the first to come back)"
+        );
+        Some(wait)
     }
 
     /// Ends a call that stops while it waits for an attempt it was granted

@@ -277,7 +277,19 @@ fn wait_for<S, C: Clock>(
     loop {
         admission = match admission {
             Admission::Admitted(ticket) => return Ok(ticket),
-            Admission::Refused(refused) => return Err(Stopped::Refused(refused)),
+            Admission::Refused(refused) => {
+                // Requeued when no endpoint is ready but one comes back at
+                // a known time; otherwise the refusal ends the call.
+                let Some(wait) = policy.requeue_refused(state, &refused, clock) else {
+                    return Err(Stopped::Refused(refused));
+                };
+                if sleep(clock, wait, cancel) {
+                    return Err(Stopped::Cancelled);
+                }
+                policy
+                    .limits()
+                    .admit(state.deadline(), state.avoid(), clock)
+            }
             Admission::Turn(turn) => {
                 state.mark_started(clock.now());
                 if sleep(clock, turn.wait(), cancel) {
@@ -289,10 +301,10 @@ fn wait_for<S, C: Clock>(
             Admission::Queue(queue) => {
                 state.mark_started(clock.now());
                 let slot = queue.wait_blocking();
-                return policy
-                    .limits()
-                    .admitted(slot, state.avoid(), clock)
-                    .map_err(Stopped::Refused);
+                match policy.limits().admitted(slot, state.avoid(), clock) {
+                    Ok(ticket) => return Ok(ticket),
+                    Err(refused) => Admission::Refused(refused),
+                }
             }
         };
     }

@@ -363,7 +363,11 @@ where
                                 return Poll::Ready(done);
                             }
                         }
-                        Err(refused) => return Poll::Ready(self.refused(run, refused)),
+                        Err(refused) => {
+                            if let Err(done) = self.refused(run, refused) {
+                                return Poll::Ready(done);
+                            }
+                        }
                     }
                 }
                 Phase::RateWait => {
@@ -474,18 +478,37 @@ where
             }
             Admission::Turn(turn) => {
                 let refused = turn.give_up(self.policy.policy().limits());
-                Err(self.refused(run, Refused::Rate(refused)))
+                self.refused(run, Refused::Rate(refused))
             }
-            Admission::Queue(queue) => Err(self.refused(run, Refused::Limit(queue.give_up()))),
-            Admission::Refused(refused) => Err(self.refused(run, refused)),
+            Admission::Queue(queue) => self.refused(run, Refused::Limit(queue.give_up())),
+            Admission::Refused(refused) => self.refused(run, refused),
         }
     }
 
-    /// Ends a call whose next attempt the gate refused: the grant it held
-    /// goes back to the control; the stop and the error say who refused
-    /// ([`Refused::reason`], [`RetryError::with_refusal`]).
+    /// The gate refused the next attempt: requeued when the policy says so
+    /// (no endpoint ready, the first back at a known time:
+    /// [`RetryPolicy::requeue_refused`](crate::RetryPolicy::requeue_refused)),
+    /// the wait in phase `Sleep`; otherwise the call ends: the grant it
+    /// held goes back to the control; the stop and the error say who
+    /// refused ([`Refused::reason`], [`RetryError::with_refusal`]).
     #[cold]
-    fn refused(&mut self, run: &mut Proj<'_, F, C, N>, refused: Refused) -> Done<F> {
+    fn refused(&mut self, run: &mut Proj<'_, F, C, N>, refused: Refused) -> Result<(), Done<F>> {
+        if self.clock.can_sleep()
+            && let Some(wait) =
+                self.policy
+                    .policy()
+                    .requeue_refused(run.call, &refused, &self.clock)
+        {
+            run.timer.set(Some(self.clock.sleep(wait)));
+            *run.phase = Phase::Sleep;
+            return Ok(());
+        }
+        Err(self.end_refused(run, refused))
+    }
+
+    /// Ends a call whose next attempt the gate refused.
+    #[cold]
+    fn end_refused(&mut self, run: &mut Proj<'_, F, C, N>, refused: Refused) -> Done<F> {
         self.policy.policy().abandon(run.call);
         let expired = run
             .call

@@ -142,7 +142,13 @@ async fn a_set_with_nothing_ready_stops_the_call_and_says_so() {
         .await
         .unwrap_err();
     assert_eq!(err.reason(), StopReason::NoEndpoint);
-    assert_eq!(err.refusal(), Some(Refused::NoEndpoint { endpoints: 3 }));
+    assert_eq!(
+        err.refusal(),
+        Some(Refused::NoEndpoint {
+            endpoints: 3,
+            retry_after: None
+        })
+    );
     assert_eq!(err.attempts(), 0);
     let blocking = (|_: Attempt| Ok::<_, &str>(1))
         .retry_blocking(&policy)
@@ -506,4 +512,112 @@ fn a_report_names_the_endpoint_that_answered_and_the_requeues() {
     );
     let ending = report.ending();
     assert_eq!((ending.endpoint, ending.requeues), (report.endpoint, 1));
+}
+
+/// Two endpoints, both refusing at first: each is held on its connection
+/// backoff (1 s ± 20 %), and a policy of two attempts with a 10 ms
+/// backoff.
+fn both_held(clock: &VirtualClock) -> (Endpoints, RetryPolicy<Fixed>) {
+    let set = Endpoints::builder()
+        .seed(5)
+        .outlier_detection(None)
+        .build()
+        .unwrap();
+    set.insert("a:1", clock.now());
+    set.insert("b:1", clock.now());
+    let policy = RetryPolicy::with_schedule(Fixed(vec![Duration::from_millis(10); 8]))
+        .max_attempts(2)
+        .endpoints(set.clone())
+        .build()
+        .unwrap();
+    (set, policy)
+}
+
+/// With every endpoint held after refusing, the gate has none ready: the
+/// attempt is requeued until the first comes back (no attempt used), in
+/// both executors; a call whose deadline comes first stops, saying when
+/// one would have come back.
+#[test]
+fn with_no_endpoint_ready_the_attempt_waits_for_the_first_back() {
+    let clock = VirtualClock::new();
+    let (_set, policy) = both_held(&clock);
+    let started = clock.now();
+    let sends = Mutex::new(Vec::new());
+    let report = (|a: Attempt| -> Result<u32, &'static str> {
+        let mut sends = sends.lock().unwrap();
+        sends.push((a.number, clock.now() - started));
+        if sends.len() <= 2 {
+            Err("refused")
+        } else {
+            Ok(a.number)
+        }
+    })
+    .retry_blocking(&policy)
+    .classify(refused_is_unsent)
+    .clock(clock.clone())
+    .report()
+    .call();
+    let sends = sends.into_inner().unwrap();
+    // Attempt 1 at a, requeued to b (both now held), the retry waited
+    // for the first of them to come back: attempt 2, two requeues.
+    assert_eq!(report.result, Ok(2));
+    assert_eq!((report.attempts, report.requeues), (2, 2));
+    assert_eq!(sends.len(), 3);
+    let back = sends[2].1;
+    assert!(
+        back >= Duration::from_millis(800) && back <= Duration::from_millis(1200),
+        "sent when the first endpoint's 1 s ± 20 % hold ended: {back:?}"
+    );
+    assert_eq!(report.waited, back, "the wait is the call's");
+
+    // A deadline before either comes back: the call stops there, and the
+    // refusal says when the first would have.
+    let clock = VirtualClock::new();
+    let (_set, policy) = both_held(&clock);
+    let deadline = crate::deadline::Deadline::after(clock.now(), Duration::from_millis(500));
+    let err = (|_: Attempt| -> Result<u32, &'static str> { Err("refused") })
+        .retry_blocking(&policy)
+        .classify(refused_is_unsent)
+        .clock(clock.clone())
+        .deadline(deadline)
+        .call()
+        .unwrap_err();
+    assert_eq!(err.reason(), StopReason::NoEndpoint);
+    assert_eq!(err.attempts(), 1);
+    let Some(Refused::NoEndpoint {
+        endpoints: 2,
+        retry_after: Some(back_in),
+    }) = err.refusal()
+    else {
+        panic!("a refusal saying when: {:?}", err.refusal());
+    };
+    assert!(back_in > Duration::from_millis(700), "{back_in:?}");
+}
+
+#[tokio::test]
+async fn an_async_attempt_with_no_endpoint_ready_waits_for_the_first_back() {
+    let clock = VirtualClock::new();
+    let (set, policy) = both_held(&clock);
+    let sent = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let started = clock.now();
+    let report = {
+        let sent = Arc::clone(&sent);
+        (move |a: Attempt| {
+            let n = sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            async move { if n < 2 { Err("refused") } else { Ok(a.number) } }
+        })
+        .retry(&policy)
+        .classify(refused_is_unsent)
+        .clock(clock.clone())
+        .report()
+        .await
+    };
+    assert_eq!(report.result, Ok(2));
+    assert_eq!((report.attempts, report.requeues), (2, 2));
+    let back = clock.now() - started;
+    assert!(
+        back >= Duration::from_millis(800) && back <= Duration::from_millis(1200),
+        "{back:?}"
+    );
+    assert_eq!(set.flight().attempts, 0, "every pick went back");
 }
