@@ -1,7 +1,8 @@
 //! Test support for `steadfast-grpc`: the echo service generated from
 //! `proto/echo.proto`, and a tonic server on 127.0.0.1 that fails, pushes
 //! back or stalls per call as a test scripts it, and records what each
-//! attempt carried.
+//! attempt carried; and an HTTP/2 server that turns every request away
+//! unprocessed ([`nack`]).
 #![allow(missing_docs, clippy::missing_panics_doc)]
 
 use std::collections::HashMap;
@@ -11,6 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tonic::{Request, Response, Status};
+
+pub mod nack;
 
 /// The generated echo service.
 pub mod echo {

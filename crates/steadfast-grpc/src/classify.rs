@@ -137,8 +137,9 @@ impl<B, E: std::error::Error + 'static> Classify<Response<B>, E> for GrpcClassif
                 // Headers without a status: the response streams; committed.
                 None => Verdict::Success,
             },
-            // A connection refused: the RPC never left the client (A6's
-            // transparent retry), so it may go again elsewhere.
+            // A connection refused, a stream refused or left out by a
+            // GOAWAY: the RPC was never processed (A6's transparent
+            // retry), so it may go again elsewhere.
             Err(e) if self.codes.contains(Code::Unavailable) && never_sent(e) => {
                 attempt_failed(Code::Unavailable, None, Verdict::Unsent);
                 Verdict::Unsent
@@ -167,10 +168,16 @@ impl<B, E: std::error::Error + 'static> Classify<Response<B>, E> for GrpcClassif
     }
 }
 
-/// Whether `error` says the request never left the client: a connection
-/// refused (an `io::Error` of kind `ConnectionRefused` anywhere in its
-/// chain of sources, as tonic's transport error carries it). Anything
-/// else may have been written, so it is not.
+/// Whether `error` says the request was never processed by a server, so
+/// sending it again cannot do its work twice (gRFC A6's transparent
+/// retry): looked for anywhere in its chain of sources (as tonic's
+/// transport error carries them),
+/// - a connection refused (an `io::Error` of kind `ConnectionRefused`):
+///   the request never left the client;
+/// - an HTTP/2 stream the server reset with `REFUSED_STREAM` or left out
+///   of its `GOAWAY` ([`steadfast_tower::unprocessed`]).
+///
+/// Anything else may have been processed, so it is not.
 ///
 /// ```
 /// use std::io;
@@ -178,13 +185,16 @@ impl<B, E: std::error::Error + 'static> Classify<Response<B>, E> for GrpcClassif
 /// assert!(steadfast_grpc::never_sent(&refused));
 /// let reset = io::Error::new(io::ErrorKind::ConnectionReset, "reset");
 /// assert!(!steadfast_grpc::never_sent(&reset));
+/// // A reset the client itself sent says nothing of the server.
+/// let ours = h2::Error::from(h2::Reason::REFUSED_STREAM);
+/// assert!(!steadfast_grpc::never_sent(&ours));
 /// ```
 #[must_use]
 pub fn never_sent(error: &(dyn std::error::Error + 'static)) -> bool {
     let mut next = Some(error);
     // A bounded walk: a hostile or cyclic chain ends it.
     for _ in 0..32 {
-        let Some(e) = next else { return false };
+        let Some(e) = next else { break };
         if e.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
         {
@@ -192,7 +202,7 @@ pub fn never_sent(error: &(dyn std::error::Error + 'static)) -> bool {
         }
         next = e.source();
     }
-    false
+    steadfast_tower::unprocessed(error)
 }
 
 /// What a status says of the endpoint that sent it, for outlier detection:

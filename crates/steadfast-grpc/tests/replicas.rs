@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use steadfast_grpc::{Error, channel_over};
 use steadfast_grpc_testkit::echo::SayRequest;
 use steadfast_grpc_testkit::echo::echo_client::EchoClient;
+use steadfast_grpc_testkit::nack::{Nack, NackServer};
 use steadfast_grpc_testkit::{Script, Server};
 use tonic::transport::Channel;
 
@@ -173,6 +174,51 @@ async fn a_refused_connection_is_requeued_and_is_no_previous_attempt() {
     // one in about a third of the calls until both are penalized).
     while !dead.iter().all(tried) {
         assert!(calls < 500, "the dead replicas were never picked");
+        client.say(say()).await.expect("every call gets through");
+        calls += 1;
+    }
+    let seen = good.state.seen("k");
+    assert_eq!(
+        seen.len(),
+        calls,
+        "every call reached the good replica once"
+    );
+    assert!(
+        seen.iter().all(|s| s.previous_attempts.is_none()),
+        "a requeue is no previous attempt: {seen:?}"
+    );
+}
+
+/// HTTP/2 servers that turn a request away unprocessed, one with
+/// `REFUSED_STREAM`, one with a `GOAWAY` that leaves its stream out: the
+/// call is requeued to the good replica, which sees it once, as attempt 1
+/// (no `grpc-previous-rpc-attempts`). Every request the refusing servers
+/// received belongs to a call that still got through.
+#[tokio::test]
+async fn a_stream_refused_unprocessed_is_requeued() {
+    let good = Server::start().await;
+    let refusing = NackServer::start(Nack::RefuseStream).await;
+    let going_away = NackServer::start(Nack::GoAway).await;
+    let mut replicas = channels(std::slice::from_ref(&good));
+    for url in [refusing.url(), going_away.url()] {
+        let channel = Channel::from_shared(url.clone())
+            .expect("a valid URL")
+            .connect_lazy();
+        replicas.push((url, channel));
+    }
+    // Two attempts (a service config allows no fewer): a call that met
+    // both refusing servers gets through only if requeued, and a retry
+    // would reach the good replica as attempt 2.
+    let one = r#"{"methodConfig": [{"name": [{"service": "steadfast.test.Echo"}],
+        "retryPolicy": {"maxAttempts": 2, "initialBackoff": "0.001s", "maxBackoff": "0.002s",
+                        "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]}"#;
+    let channel = channel_over("echo", replicas, one).expect("a channel");
+    let mut client = EchoClient::new(channel);
+    let mut calls = 0;
+    // Until both were picked (a liveness bound: a pick meets one of them
+    // in about a third of the calls until they carry a penalty).
+    while refusing.requests() == 0 || going_away.requests() == 0 {
+        assert!(calls < 500, "the refusing replicas were never picked");
         client.say(say()).await.expect("every call gets through");
         calls += 1;
     }

@@ -511,6 +511,8 @@ fn error_kind(e: &reqwest::Error) -> &'static str {
         "connection failed"
     } else if e.is_body() {
         "request body failed"
+    } else if crate::DefaultClassifier::is_unprocessed(e) {
+        "the server refused the request unprocessed (HTTP/2)"
     } else if e.is_request() {
         "connection closed or reset before the response"
     } else if e.is_builder() {

@@ -27,7 +27,8 @@ pub type Outcome = Result<reqwest::Response, reqwest::Error>;
 ///
 /// A connection that could not be made (refused, or not made in time) is
 /// [`Verdict::Unsent`]: the request was never written, so sending it again
-/// cannot do its work twice. Over several endpoints
+/// cannot do its work twice; so is an HTTP/2 stream the server refused
+/// unprocessed ([`DefaultClassifier::is_unprocessed`]). Over several endpoints
 /// ([`ClientBuilder::endpoints`](crate::ClientBuilder::endpoints)) such a
 /// call is requeued to another endpoint without using an attempt, a POST
 /// included; over one, it is an ordinary retry (a POST's is not made).
@@ -129,7 +130,7 @@ impl Classify<reqwest::Response, reqwest::Error> for DefaultClassifier {
             Ok(_) => Verdict::Success,
             // No connection, so nothing was written: safe to send again
             // even when not idempotent (requeued under an endpoint set).
-            Err(e) if e.is_connect() => Verdict::Unsent,
+            Err(e) if e.is_connect() || Self::is_unprocessed(e) => Verdict::Unsent,
             Err(e) if Self::is_retryable_error(e) => Verdict::Retry,
             Err(_) => Verdict::Stop,
         }
@@ -151,6 +152,28 @@ impl Classify<reqwest::Response, reqwest::Error> for DefaultClassifier {
             Ok(response) => Self::answer_for_status(response.status()),
             Err(e) if e.is_connect() || e.is_timeout() => Answer::GatewayError,
             Err(_) => Answer::ServerError,
+        }
+    }
+}
+
+impl DefaultClassifier {
+    /// Whether a transport error says the server never processed the
+    /// request: its HTTP/2 stream reset with `REFUSED_STREAM`, or left out
+    /// of the server's `GOAWAY` (RFC 9113 §8.7;
+    /// [`steadfast_tower::unprocessed`]). reqwest sends such a request
+    /// again on its own first (twice, on a new stream); what it gives up
+    /// on comes here. Always `false` without the `http2` feature (on by
+    /// default), over HTTP/1.1, and for any other error.
+    #[must_use]
+    pub fn is_unprocessed(error: &reqwest::Error) -> bool {
+        #[cfg(feature = "http2")]
+        {
+            steadfast_tower::unprocessed(error)
+        }
+        #[cfg(not(feature = "http2"))]
+        {
+            let _ = error;
+            false
         }
     }
 }

@@ -5,6 +5,8 @@
 //!   another is eligible (each replica records which call it served);
 //! - a refused connection is requeued: the call goes elsewhere without
 //!   using an attempt, a POST included (it was never sent);
+//! - over HTTP/2, a stream the server refused unprocessed
+//!   (`REFUSED_STREAM`) is requeued the same way;
 //! - a POST that reached a replica is never sent twice;
 //! - a `Retry-After` is its replica's: a call with another replica to go
 //!   to does not wait for it; a call whose every replica asked waits it.
@@ -19,6 +21,7 @@ mod support {
 
 use support::server::refusing;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -151,6 +154,87 @@ async fn a_refused_connection_is_requeued_without_using_an_attempt() {
     // Every pick and every place under the retry cap was given back.
     let set = client.endpoints().expect("a set");
     assert_eq!((set.flight().attempts, set.flight().retries), (0, 0));
+}
+
+/// An HTTP/2 server (prior knowledge, no TLS) on 127.0.0.1 that resets
+/// every stream with `REFUSED_STREAM` (RFC 9113 §8.7: closed before any
+/// processing), counting the streams it refused.
+async fn refusing_streams() -> (String, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port");
+    let url = format!("http://{}", listener.local_addr().expect("an address"));
+    let streams = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&streams);
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            let counted = Arc::clone(&counted);
+            tokio::spawn(async move {
+                let Ok(mut connection) = h2::server::handshake(socket).await else {
+                    return;
+                };
+                while let Some(Ok((_request, mut respond))) = connection.accept().await {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    respond.send_reset(h2::Reason::REFUSED_STREAM);
+                }
+            });
+        }
+    });
+    (url, streams)
+}
+
+/// Over HTTP/2, a request the server refused unprocessed is requeued: one
+/// attempt allowed, two replicas of three refusing every stream, and every
+/// call gets through, a POST included, each reaching the good replica
+/// once.
+#[tokio::test]
+async fn an_http2_stream_refused_unprocessed_is_requeued() {
+    let good = Replica::start(StatusCode::OK, None).await;
+    let refusing = [refusing_streams().await, refusing_streams().await];
+    let client = Client::builder()
+        .reqwest_client(
+            reqwest::Client::builder()
+                .http2_prior_knowledge()
+                .build()
+                .expect("an HTTP/2 client"),
+        )
+        .endpoints([
+            refusing[0].0.clone(),
+            refusing[1].0.clone(),
+            good.url.clone(),
+        ])
+        .endpoint_set(plain_set())
+        .attempts(1)
+        .backoff(quick())
+        .build()
+        .expect("a client");
+    let mut call = 0_u32;
+    // Until both refusing replicas were picked (a liveness bound: a pick
+    // meets one of them in about a third of the calls while neither
+    // carries a penalty).
+    while refusing.iter().any(|(_, n)| n.load(Ordering::SeqCst) == 0) {
+        assert!(call < 500, "the refusing replicas were never picked");
+        let post = call % 2 == 1;
+        let request = if post {
+            client.post(format!("{}/item", good.url)).body("pay")
+        } else {
+            client.get(format!("{}/item", good.url))
+        };
+        let response = request
+            .header("x-call", call)
+            .send()
+            .await
+            .expect("every call gets through");
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(response.ending().attempts, 1, "a requeue is no attempt");
+        call += 1;
+    }
+    let calls = good.calls();
+    assert_eq!(
+        calls,
+        (0..call).collect::<Vec<_>>(),
+        "every call reached the good replica once"
+    );
 }
 
 #[tokio::test]

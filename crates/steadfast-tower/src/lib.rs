@@ -111,6 +111,8 @@ pub mod replay;
 pub mod retry;
 pub mod shed;
 mod timer;
+#[cfg(feature = "h2")]
+mod unprocessed;
 
 pub use chaos::{ChaosLayer, ChaosService};
 pub use control::{Control, ControlError, ControlFuture, ControlLayer};
@@ -123,6 +125,8 @@ pub use rate::{RateLimitError, RateLimitFuture, RateLimitLayer, RateLimitService
 pub use retry::{RetryLayer, RetryService};
 pub use shed::{ShedLayer, Shedding};
 pub use timer::{PreciseClock, PreciseSleep};
+#[cfg(feature = "h2")]
+pub use unprocessed::unprocessed;
 
 /// The crate README's program, compiled as a doctest.
 #[cfg(doctest)]
