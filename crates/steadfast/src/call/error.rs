@@ -68,6 +68,9 @@ struct Details<E> {
     hedge: Option<HedgeStats>,
     /// The endpoints the attempts went to (under an endpoint set).
     tried: Tried,
+    /// Attempts requeued (never processed, or no endpoint ready), not
+    /// counted in `attempts`.
+    requeues: u32,
 }
 
 impl<E> RetryError<E> {
@@ -88,6 +91,7 @@ impl<E> RetryError<E> {
             timed_out: false,
             hedge: None,
             tried: Tried::default(),
+            requeues: 0,
         })))
     }
 
@@ -124,6 +128,7 @@ impl<E> RetryError<E> {
             timed_out: false,
             hedge: Some(stats),
             tried: Tried::default(),
+            requeues: 0,
         })))
     }
 
@@ -194,6 +199,7 @@ impl<E> RetryError<E> {
                 timed_out: false,
                 hedge: None,
                 tried: Tried::default(),
+                requeues: 0,
             }));
         }
         match &mut self.0 {
@@ -362,6 +368,38 @@ impl<E> RetryError<E> {
         match &self.0 {
             Repr::Full(d) => d.tried.last().map(|l| &**l),
             Repr::Refused { .. } | Repr::Limited { .. } => None,
+        }
+    }
+
+    /// Records how many times the call was requeued (an attempt a server
+    /// never processed, or one that waited for an endpoint to come back:
+    /// see [`requeues`](Self::requeues)).
+    #[must_use]
+    pub fn with_requeues(mut self, requeues: u32) -> Self {
+        if requeues > 0 || matches!(self.0, Repr::Full(_)) {
+            self.details_mut().requeues = requeues;
+        }
+        self
+    }
+
+    /// How many times the call was *requeued* under an endpoint set: sent
+    /// again elsewhere after an attempt no server processed, or held until
+    /// an endpoint came back, neither counted in
+    /// [`attempts`](Self::attempts)
+    /// ([`RetryPolicyBuilder::max_requeues`](crate::policy::RetryPolicyBuilder::max_requeues)).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use steadfast::{RetryError, StopReason};
+    /// let err = RetryError::new(StopReason::Exhausted, Some("unavailable"), 2, Duration::ZERO)
+    ///     .with_requeues(1);
+    /// assert_eq!((err.attempts(), err.requeues()), (2, 1));
+    /// ```
+    #[must_use]
+    pub fn requeues(&self) -> u32 {
+        match &self.0 {
+            Repr::Refused { .. } | Repr::Limited { .. } => 0,
+            Repr::Full(d) => d.requeues,
         }
     }
 
@@ -553,6 +591,7 @@ impl<E: fmt::Debug> fmt::Debug for RetryError<E> {
         f.debug_struct("RetryError")
             .field("reason", &self.reason())
             .field("attempts", &self.attempts())
+            .field("requeues", &self.requeues())
             .field("elapsed", &self.elapsed())
             .field("name", &self.name())
             .field("refusal", &self.refusal())

@@ -186,7 +186,8 @@ pub(crate) fn conclude<T, E>(
     );
     let mut err = RetryError::new(reason, last_error, state.attempts(), state.elapsed(now))
         .with_timed_out(timed_out)
-        .with_tried(state.tried());
+        .with_tried(state.tried())
+        .with_requeues(state.requeues());
     if let Some(by) = state.refused_by() {
         // The control refused a retry (the decision's own refusal).
         err = err.with_refusal(Refused::Control {

@@ -583,7 +583,7 @@ fn with_no_endpoint_ready_the_attempt_waits_for_the_first_back() {
         .call()
         .unwrap_err();
     assert_eq!(err.reason(), StopReason::NoEndpoint);
-    assert_eq!(err.attempts(), 1);
+    assert_eq!((err.attempts(), err.requeues()), (1, 1));
     let Some(Refused::NoEndpoint {
         endpoints: 2,
         retry_after: Some(back_in),
