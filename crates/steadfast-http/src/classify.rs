@@ -160,10 +160,9 @@ impl DefaultClassifier {
     /// Whether a transport error says the server never processed the
     /// request: its HTTP/2 stream reset with `REFUSED_STREAM`, or left out
     /// of the server's `GOAWAY` (RFC 9113 §8.7;
-    /// [`steadfast_tower::unprocessed`]). reqwest sends such a request
-    /// again on its own first (twice, on a new stream); what it gives up
-    /// on comes here. Always `false` without the `http2` feature (on by
-    /// default), over HTTP/1.1, and for any other error.
+    /// [`steadfast_tower::unprocessed`]). Always `false` without the
+    /// `http2` feature (on by default), over HTTP/1.1, and for any other
+    /// error.
     #[must_use]
     pub fn is_unprocessed(error: &reqwest::Error) -> bool {
         #[cfg(feature = "http2")]

@@ -195,6 +195,7 @@ async fn an_http2_stream_refused_unprocessed_is_requeued() {
         .reqwest_client(
             reqwest::Client::builder()
                 .http2_prior_knowledge()
+                .retry(reqwest::retry::never())
                 .build()
                 .expect("an HTTP/2 client"),
         )
