@@ -358,7 +358,7 @@ where
             waited: Duration::ZERO,
             hedge: Some(stats),
             fell_back: false,
-            endpoint: None,
+            tried: crate::call::TriedEndpoints::EMPTY,
             requeues: 0,
         }
     }

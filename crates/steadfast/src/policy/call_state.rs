@@ -151,7 +151,7 @@ impl CallState {
             waited: self.waited,
             hedge: None,
             fell_back: false,
-            endpoint: self.tried.last_id(),
+            tried: self.tried.list(),
             requeues: self.requeues,
         }
     }
