@@ -300,6 +300,7 @@ where
             .state
             .as_ref()
             .map_or_else(HedgeStats::default, |s| s.stats(now));
+        let requeues = self.state.as_ref().map_or(0, HedgeState::requeues);
         self.first.set(None);
         *self.first_ticket = Ticket::FREE;
         *self.hedges = None;
@@ -359,7 +360,7 @@ where
             hedge: Some(stats),
             fell_back: false,
             tried: crate::call::TriedEndpoints::EMPTY,
-            requeues: 0,
+            requeues,
         }
     }
 }

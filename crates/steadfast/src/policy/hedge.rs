@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{HedgeAction, HedgeDecision, HedgeDelay, HedgeState, Limits};
-use crate::call::{Attempt, AttemptSet, Lend, Refused, StopReason, Verdict};
+use crate::call::{Attempt, AttemptSet, Lend, MAX_HEDGE_ATTEMPTS, Refused, StopReason, Verdict};
 use crate::clock::{Clock, saturating_add};
 use crate::control::{Grant, RetryControl};
 use crate::deadline::Deadline;
@@ -63,6 +63,8 @@ use super::DEFAULT_MAX_DELAY;
 #[derive(Clone)]
 pub struct HedgePolicy {
     pub(super) max_attempts: u32,
+    /// The most copies of a call requeued ([`Verdict::Unsent`]).
+    pub(super) max_requeues: u32,
     pub(super) delay: HedgeDelay,
     pub(super) limits: Limits,
 }
@@ -79,6 +81,7 @@ impl fmt::Debug for HedgePolicy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HedgePolicy")
             .field("max_attempts", &self.max_attempts)
+            .field("max_requeues", &self.max_requeues)
             .field("delay", &self.delay)
             .field("max_delay", &self.limits.max_delay())
             .field("max_elapsed", &self.limits.max_elapsed())
@@ -99,6 +102,13 @@ impl HedgePolicy {
     #[must_use]
     pub fn max_attempts(&self) -> u32 {
         self.max_attempts
+    }
+
+    /// The most copies of a call requeued
+    /// ([`HedgePolicyBuilder::max_requeues`](super::HedgePolicyBuilder::max_requeues)).
+    #[must_use]
+    pub fn max_requeues(&self) -> u32 {
+        self.max_requeues
     }
 
     /// The hedging delay.
@@ -239,6 +249,7 @@ impl HedgePolicy {
             deadline,
             delay: self.delay.current(),
             sent: 0,
+            requeues: 0,
             failed: 0,
             in_flight: AttemptSet::new(),
             next_due: Some(now),
@@ -362,7 +373,7 @@ impl HedgePolicy {
                         endpoint: None,
                     };
                     state.in_flight.insert(state.sent);
-                    if state.sent < self.max_attempts {
+                    if state.counted() < self.max_attempts {
                         state.schedule_next(saturating_add(now, state.delay));
                     } else {
                         state.next_due = None;
@@ -481,7 +492,12 @@ impl HedgePolicy {
     ///   with [`StopReason::Permanent`] once the last copy in flight fails;
     /// - [`Verdict::Retry`] and [`Verdict::Unsent`] (non-fatal): the next
     ///   copy is due now, shortcutting the delay (but never before a
-    ///   server's pushback);
+    ///   server's pushback); under an [endpoint set](crate::endpoint::Endpoints),
+    ///   a copy no server processed (`Unsent`) is *requeued* while an
+    ///   endpoint no copy went to is eligible and the call has requeues
+    ///   left ([`max_requeues`](super::HedgePolicyBuilder::max_requeues)):
+    ///   it stops counting among `max_attempts`, and the next copy (a new
+    ///   number, since copies are told apart by theirs) goes there now;
     /// - [`Verdict::RetryAfter(d)`](Verdict::RetryAfter) (pushback): the
     ///   next copy is due `d` from now (capped at `max_delay`), later
     ///   ones `delay` apart from there; under an
@@ -570,8 +586,24 @@ impl HedgePolicy {
                 state.next_due = None;
                 return HedgeDecision::Stop(StopReason::Permanent);
             }
-            // A copy that never got through is one more failed copy: the
-            // next goes now, elsewhere.
+            // A copy no server processed, under an endpoint set with an
+            // endpoint no copy went to eligible: requeued (it no longer
+            // counts among `max_attempts`, and the next copy goes there
+            // now), while the call has requeues left and a copy number
+            // is free for it.
+            Verdict::Unsent
+                if state.requeues < self.max_requeues
+                    && state.sent < MAX_HEDGE_ATTEMPTS
+                    && self
+                        .limits
+                        .endpoints()
+                        .is_some_and(|set| set.has_eligible(now, state.avoid())) =>
+            {
+                state.requeues += 1;
+                None
+            }
+            // A copy that failed, or never got through with nowhere new to
+            // go: one more failed copy; the next goes now.
             Verdict::Retry | Verdict::Unsent => None,
             // A hint is its endpoint's (under an endpoint set): while an
             // endpoint no copy went to is eligible, the next copy goes
@@ -600,7 +632,8 @@ impl HedgePolicy {
         // The next copy, if there is one, goes now (or when the pushback
         // ends). That includes a copy whose regular time fell past the
         // deadline: sent now, it may still finish in time.
-        let more = state.sent < self.max_attempts && state.refused_by().is_none() && !state.stopped;
+        let more =
+            state.counted() < self.max_attempts && state.refused_by().is_none() && !state.stopped;
         if more && (state.next_due.is_some() || state.cut_by_deadline) {
             let at = state.hold_until.map_or(now, |h| h.max(now));
             state.schedule_next(at);

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::retry::DEFAULT_MAX_REQUEUES;
 use super::{HedgeDelay, HedgePolicy, Limits};
 use crate::call::MAX_HEDGE_ATTEMPTS;
 use crate::config_error::ConfigError;
@@ -28,6 +29,7 @@ impl HedgePolicy {
         HedgePolicyBuilder {
             policy: HedgePolicy {
                 max_attempts: 2,
+                max_requeues: DEFAULT_MAX_REQUEUES,
                 delay: delay.into(),
                 limits: Limits::default(),
             },
@@ -64,6 +66,24 @@ impl HedgePolicyBuilder {
     #[must_use]
     pub fn max_attempts(mut self, attempts: u32) -> Self {
         self.policy.max_attempts = attempts;
+        self
+    }
+
+    /// The most copies of a call *requeued* under an endpoint set (default
+    /// [`DEFAULT_MAX_REQUEUES`], 3): a copy no server processed
+    /// ([`Verdict::Unsent`](crate::Verdict::Unsent)) stops counting among
+    /// `max_attempts` while an endpoint no copy went to is eligible, as a
+    /// retry's attempt does ([`RetryPolicyBuilder::max_requeues`](super::RetryPolicyBuilder::max_requeues)).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let policy = steadfast::HedgePolicy::builder(Duration::from_millis(20)).max_requeues(1).build()?;
+    /// assert_eq!(policy.max_requeues(), 1);
+    /// # Ok::<(), steadfast::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn max_requeues(mut self, requeues: u32) -> Self {
+        self.policy.max_requeues = requeues;
         self
     }
 

@@ -49,6 +49,9 @@ pub struct HedgeState {
     pub(super) deadline: Option<Deadline>,
     pub(super) delay: Duration,
     pub(super) sent: u32,
+    /// Copies requeued (sent, but no server processed them): not counted
+    /// among `max_attempts`.
+    pub(super) requeues: u32,
     pub(super) failed: u32,
     pub(super) in_flight: AttemptSet,
     pub(super) next_due: Option<Instant>,
@@ -121,6 +124,20 @@ impl HedgeState {
     #[must_use]
     pub fn sent(&self) -> u32 {
         self.sent
+    }
+
+    /// Copies requeued: sent to an endpoint that never processed them
+    /// (see [`HedgePolicy::on_outcome`]), so not counted among
+    /// `max_attempts`.
+    #[must_use]
+    pub fn requeues(&self) -> u32 {
+        self.requeues
+    }
+
+    /// Copies that count among `max_attempts`: those sent, but the
+    /// requeued.
+    pub(super) fn counted(&self) -> u32 {
+        self.sent - self.requeues
     }
 
     /// Copies that finished with a retryable failure.

@@ -141,3 +141,76 @@ async fn a_pushback_holds_copies_only_when_there_is_nowhere_else_to_go() {
         "the pushback, with nowhere else to go"
     );
 }
+
+/// "refused" never reached a server; anything else did.
+fn refused_is_unsent(outcome: &Result<u32, &'static str>) -> Verdict {
+    match outcome {
+        Ok(_) => Verdict::Success,
+        Err("refused") => Verdict::Unsent,
+        Err(_) => Verdict::Retry,
+    }
+}
+
+/// A copy no server processed is requeued: two copies allowed, the first
+/// two refused before any server saw them, and the third (at a third
+/// endpoint) answers; without an endpoint set the same two refusals use
+/// up the call.
+#[tokio::test(start_paused = true)]
+async fn a_copy_no_server_processed_is_requeued() {
+    let set = Endpoints::builder()
+        .seed(5)
+        .outlier_detection(None)
+        .build()
+        .unwrap();
+    for label in ["a:1", "b:1", "c:1"] {
+        set.insert(label, TokioClock.now());
+    }
+    let run = |policy: HedgePolicy| {
+        let seen: Arc<Mutex<Vec<Option<EndpointId>>>> = Arc::default();
+        let log = Arc::clone(&seen);
+        let call = (move |a: Attempt| {
+            log.lock().unwrap().push(a.endpoint);
+            async move {
+                if a.number <= 2 {
+                    Err("refused")
+                } else {
+                    Ok(a.number)
+                }
+            }
+        })
+        .hedge(policy)
+        .classify(refused_is_unsent)
+        .clock(TokioClock)
+        .report();
+        (call, seen)
+    };
+    let policy = HedgePolicy::builder(ms(50))
+        .max_attempts(2)
+        .endpoints(set.clone())
+        .build()
+        .unwrap();
+    let (call, seen) = run(policy);
+    let report = call.await;
+    assert_eq!(
+        report.result,
+        Ok(3),
+        "two copies requeued, the third answered"
+    );
+    assert_eq!(report.requeues, 2);
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.iter().collect::<HashSet<_>>().len(), 3, "{seen:?}");
+    assert!(
+        set.snapshot(TokioClock.now())
+            .iter()
+            .all(|e| e.in_flight == 0)
+    );
+
+    let plain = HedgePolicy::builder(ms(50))
+        .max_attempts(2)
+        .build()
+        .unwrap();
+    let (call, seen) = run(plain);
+    let report = call.await;
+    assert_eq!(report.stop, Some(crate::StopReason::Exhausted));
+    assert_eq!(seen.lock().unwrap().len(), 2);
+}
