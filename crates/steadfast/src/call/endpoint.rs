@@ -96,36 +96,9 @@ impl Answer {
 pub(crate) const MAX_TRIED: usize = 8;
 
 /// The endpoints a call's attempts went to, in the order sent (the last
-/// eight of them), kept inline: recording one allocates nothing. A call's
-/// [`Report::tried`](crate::call::Report::tried) and
-/// [`Ending::tried`](crate::call::Ending::tried); its error lists the same
-/// ([`RetryError::endpoints`](crate::RetryError::endpoints)).
-///
-/// ```
-/// use steadfast::call::Attempt;
-/// use steadfast::clock::{Clock, VirtualClock};
-/// use steadfast::endpoint::Endpoints;
-/// use steadfast::{BlockingRetryable, RetryPolicy};
-///
-/// let set = Endpoints::builder().build()?;
-/// let clock = VirtualClock::new();
-/// set.insert("127.0.0.1:8001", clock.now());
-/// set.insert("127.0.0.1:8002", clock.now());
-/// let policy = RetryPolicy::builder().endpoints(set.clone()).build()?;
-/// let report = (|a: Attempt| if a.number < 2 { Err("unavailable") } else { Ok(a.number) })
-///     .retry_blocking(&policy)
-///     .clock(clock)
-///     .report()
-///     .call();
-/// // Two attempts, at two endpoints (a retry goes elsewhere), oldest first.
-/// let tried: Vec<_> = report.tried.iter().collect();
-/// assert_eq!(tried.len(), 2);
-/// assert_ne!(tried[0], tried[1]);
-/// assert_eq!(report.endpoint(), Some(tried[1]), "the one that answered");
-/// # Ok::<(), steadfast::ConfigError>(())
-/// ```
+/// eight of them), kept inline: recording one allocates nothing.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct TriedEndpoints {
+pub(crate) struct TriedEndpoints {
     ids: [EndpointId; MAX_TRIED],
     len: u8,
     /// Where the oldest entry is once the list has wrapped.
@@ -159,21 +132,15 @@ impl TriedEndpoints {
     }
 
     /// The endpoints, oldest first.
-    pub fn iter(&self) -> impl Iterator<Item = EndpointId> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = EndpointId> + '_ {
         let len = usize::from(self.len);
         let head = usize::from(self.head);
         (0..len).map(move |i| self.ids[(head + i) % MAX_TRIED])
     }
 
-    /// How many (at most eight: the last ones).
-    #[must_use]
-    pub fn len(&self) -> usize {
-        usize::from(self.len)
-    }
-
     /// The endpoint of the last attempt (the one that answered last).
     #[must_use]
-    pub fn last(&self) -> Option<EndpointId> {
+    pub(crate) fn last(&self) -> Option<EndpointId> {
         match usize::from(self.len) {
             0 => None,
             n if n < MAX_TRIED => Some(self.ids[n - 1]),
@@ -181,9 +148,9 @@ impl TriedEndpoints {
         }
     }
 
-    /// Whether none is (a call without an endpoint set, a hedged call).
+    /// Whether none is.
     #[must_use]
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
     }
 
@@ -220,8 +187,14 @@ impl Tried {
     }
 
     /// The list itself.
+    #[cfg(test)]
     pub(crate) fn list(&self) -> TriedEndpoints {
         self.ids
+    }
+
+    /// The endpoint of the last attempt.
+    pub(crate) fn last_id(&self) -> Option<EndpointId> {
+        self.ids.last()
     }
 
     /// The same, as the slice a pick avoids (in storage order).

@@ -4,7 +4,7 @@ use std::error::Error;
 use std::fmt;
 use std::time::Duration;
 
-use super::{EndpointId, HedgeStats, LimitRefused, Refused, StopReason, Tried, TriedEndpoints};
+use super::{EndpointId, HedgeStats, LimitRefused, Refused, StopReason, Tried};
 
 /// Why and how a call failed: the stop reason, the attempts made, the time
 /// spent, the operation's name, and the last error as `source()`. One type
@@ -341,11 +341,11 @@ impl<E> RetryError<E> {
         self
     }
 
-    /// The endpoints tried, as a report lists them.
-    pub(crate) fn tried(&self) -> TriedEndpoints {
+    /// The endpoint of the last attempt, if the call tried one.
+    pub(crate) fn last_endpoint_id(&self) -> Option<EndpointId> {
         match &self.0 {
-            Repr::Full(d) => d.tried.list(),
-            _ => TriedEndpoints::EMPTY,
+            Repr::Full(d) => d.tried.last_id(),
+            _ => None,
         }
     }
 

@@ -45,7 +45,7 @@ mod verdict;
 
 pub use attempt::Attempt;
 pub use attempt_set::{AttemptSet, AttemptSetIter, MAX_HEDGE_ATTEMPTS};
-pub use endpoint::{Answer, EndpointId, TriedEndpoints};
+pub use endpoint::{Answer, EndpointId};
 pub use error::RetryError;
 pub use lend::Lend;
 pub use operation::{Operation, TryOperation};

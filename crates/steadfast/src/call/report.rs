@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{EndpointId, HedgeStats, RetryError, StopReason, TriedEndpoints};
+use super::{EndpointId, HedgeStats, RetryError, StopReason};
 
 /// A call's result together with how it ended: made by `.report()` on
 /// either executor ([`Retry::report`](crate::retry::Retry::report),
@@ -91,14 +91,14 @@ pub struct Report<T, E> {
     /// failed as [`stop`](Self::stop) says, and [`result`](Self::result)
     /// is the fallback's.
     pub fell_back: bool,
-    /// The endpoints the attempts went to, oldest first (the last eight),
-    /// under a policy with an [endpoint set](crate::endpoint::Endpoints);
-    /// the last is the one that answered ([`endpoint`](Self::endpoint)).
-    /// Empty without a set, and for a hedged call (its copies overlap;
-    /// each copy's endpoint is in its
+    /// The endpoint the last attempt went to, under a policy with an
+    /// [endpoint set](crate::endpoint::Endpoints): for a success, the one
+    /// that answered. `None` without a set, and for a hedged call (its
+    /// copies overlap; each copy's endpoint is in its
     /// [`Attempt::endpoint`](crate::Attempt::endpoint)). A failed call's
-    /// error lists the same ([`RetryError::endpoints`]).
-    pub tried: TriedEndpoints,
+    /// error lists every endpoint tried, in order
+    /// ([`RetryError::endpoints`]).
+    pub endpoint: Option<EndpointId>,
     /// Attempts that never reached a server and were sent again elsewhere
     /// without counting among [`attempts`](Self::attempts) (see
     /// [`Verdict::Unsent`](crate::Verdict::Unsent)).
@@ -141,13 +141,6 @@ impl<T, E> Report<T, E> {
         self
     }
 
-    /// The endpoint the last attempt went to: for a success, the one that
-    /// answered (the last of [`tried`](Self::tried)).
-    #[must_use]
-    pub fn endpoint(&self) -> Option<EndpointId> {
-        self.tried.last()
-    }
-
     /// How the call ended, without its result.
     #[must_use]
     pub fn ending(&self) -> Ending {
@@ -157,7 +150,7 @@ impl<T, E> Report<T, E> {
             waited: self.waited,
             hedge: self.hedge,
             fell_back: self.fell_back,
-            tried: self.tried,
+            endpoint: self.endpoint,
             requeues: self.requeues,
         }
     }
@@ -207,8 +200,8 @@ pub struct Ending {
     pub hedge: Option<HedgeStats>,
     /// Whether the call's fallback answered (see [`Report::fell_back`]).
     pub fell_back: bool,
-    /// The endpoints the attempts went to (see [`Report::tried`]).
-    pub tried: TriedEndpoints,
+    /// The endpoint the last attempt went to (see [`Report::endpoint`]).
+    pub endpoint: Option<EndpointId>,
     /// Attempts requeued (see [`Report::requeues`]).
     pub requeues: u32,
 }
@@ -219,12 +212,6 @@ impl Ending {
     #[must_use]
     pub fn succeeded(&self) -> bool {
         self.stop.is_none()
-    }
-
-    /// The endpoint the last attempt went to (see [`Report::endpoint`]).
-    #[must_use]
-    pub fn endpoint(&self) -> Option<EndpointId> {
-        self.tried.last()
     }
 
     /// Hedged copies sent beyond the first (0 for a retried call).
@@ -240,7 +227,7 @@ impl Ending {
         waited: Duration::ZERO,
         hedge: None,
         fell_back: false,
-        tried: TriedEndpoints::EMPTY,
+        endpoint: None,
         requeues: 0,
     };
 
@@ -255,7 +242,7 @@ impl Ending {
                 waited: Duration::ZERO,
                 hedge: e.hedge_stats().copied(),
                 fell_back: false,
-                tried: e.tried(),
+                endpoint: e.last_endpoint_id(),
                 requeues: 0,
             },
         }
@@ -374,7 +361,7 @@ impl<T, E> Finish<T, E> for Reported {
             waited,
             hedge,
             fell_back,
-            tried,
+            endpoint,
             requeues,
         } = ending();
         Report {
@@ -384,7 +371,7 @@ impl<T, E> Finish<T, E> for Reported {
             waited,
             hedge,
             fell_back,
-            tried,
+            endpoint,
             requeues,
         }
     }

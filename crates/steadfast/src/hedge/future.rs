@@ -359,7 +359,7 @@ where
             waited: Duration::ZERO,
             hedge: Some(stats),
             fell_back: false,
-            tried: crate::call::TriedEndpoints::EMPTY,
+            endpoint: None,
             requeues,
         }
     }

@@ -151,7 +151,7 @@ impl CallState {
             waited: self.waited,
             hedge: None,
             fell_back: false,
-            tried: self.tried.list(),
+            endpoint: self.tried.last_id(),
             requeues: self.requeues,
         }
     }

@@ -506,17 +506,12 @@ fn a_report_names_the_endpoint_that_answered_and_the_requeues() {
     assert_eq!(report.result, Ok(2));
     assert_eq!((report.attempts, report.requeues), (2, 1));
     assert_eq!(
-        report.endpoint(),
+        report.endpoint,
         seen.last().copied(),
         "the one that answered"
     );
     let ending = report.ending();
-    assert_eq!((ending.endpoint(), ending.requeues), (report.endpoint(), 1));
-    assert_eq!(
-        report.tried.iter().collect::<Vec<_>>(),
-        seen,
-        "every endpoint, in order"
-    );
+    assert_eq!((ending.endpoint, ending.requeues), (report.endpoint, 1));
 }
 
 /// Two endpoints, both refusing at first: each is held on its connection
