@@ -2,8 +2,8 @@
 //!
 //! Every executor in steadfast reads time and sleeps through a [`Clock`], never
 //! through `std::time` or a runtime directly. Production code uses
-//! [`SystemClock`] (blocking) or [`TokioClock`] (async, behind the default
-//! `tokio` feature), or [`CoarseClock`] (an atomic load, refreshed by a
+//! [`SystemClock`] (blocking) or `TokioClock` (async, behind the default
+//! `tokio` feature: the [`DefaultClock`] then), or [`CoarseClock`] (an atomic load, refreshed by a
 //! background thread) where a clock read sits on a hot path; tests and the simulator use [`VirtualClock`], whose time
 //! moves only when something sleeps on it or when it is advanced by hand.
 //! Outside tokio, `FuturesTimerClock` (feature `futures-timer`) and
@@ -150,7 +150,7 @@ fn saturating_add_slow(now: Instant, d: Duration) -> Instant {
 
 /// A [`Clock`] that can also sleep asynchronously.
 ///
-/// Which one an async executor uses: [`TokioClock`] by default (feature
+/// Which one an async executor uses: `TokioClock` by default (feature
 /// `tokio`, on by default), or any other passed with `.clock(..)`:
 /// `FuturesTimerClock` (feature `futures-timer`) and `AsyncIoClock`
 /// (feature `async-io`) need no tokio runtime; [`VirtualClock`] is for tests.
@@ -169,7 +169,7 @@ pub trait AsyncClock: Clock {
     fn sleep(&self, duration: Duration) -> Self::Sleep;
 
     /// Whether [`sleep`](AsyncClock::sleep) can be called here and now
-    /// (default: always). [`TokioClock`] says `false` outside a tokio
+    /// (default: always). `TokioClock` says `false` outside a tokio
     /// runtime, where tokio would panic; the async retry asks before each
     /// timer it makes and ends the call with
     /// [`StopReason::NoTimer`](crate::call::StopReason::NoTimer) instead.

@@ -11,7 +11,7 @@ use crate::clock::AsyncClock;
 /// The cancellation signal of one incoming request, held by its handler.
 ///
 /// Its token is cancelled when the request's deadline passes (by the timer
-/// from [`new`](Self::new) or [`spawn`](Self::spawn)) **or when the guard is
+/// from [`new`](Self::new) or `spawn`, feature `tokio`) **or when the guard is
 /// dropped**. The second matters as much as the first: an HTTP server drops a
 /// handler's future when the client goes away, and dropping the guard then
 /// stops every piece of work that was given a clone of the token (background

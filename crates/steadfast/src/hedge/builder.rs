@@ -120,7 +120,9 @@ impl<F, P, K, H, C, O> Hedge<F, P, K, H, C, O> {
         }
     }
 
-    /// Reads time and sleeps on `clock` (default [`TokioClock`](crate::clock::TokioClock)).
+    /// Reads time and sleeps on `clock` (default the
+    /// [`DefaultClock`](crate::clock::DefaultClock): `TokioClock` with the
+    /// default `tokio` feature).
     pub fn clock<C2: Clock>(self, clock: C2) -> Hedge<F, P, K, H, C2, O> {
         Hedge {
             output: PhantomData,

@@ -27,15 +27,15 @@ use crate::fallback::WithFallback;
 /// the [`RetryFuture`](super::RetryFuture) only what a call needs.
 ///
 /// # Runtimes
-/// The async executor sleeps on its clock only: [`TokioClock`] by default,
+/// The async executor sleeps on its clock only: the
+/// [`DefaultClock`](crate::clock::DefaultClock) by default (`TokioClock` with
+/// the default `tokio` feature),
 /// or any [`AsyncClock`](crate::clock::AsyncClock) given with [`clock`](Self::clock)
 /// (`FuturesTimerClock` and `AsyncIoClock` behind the features of those
 /// names run on any executor). A clock that cannot sleep where the call runs
 /// (`TokioClock` outside a tokio runtime) ends the call with
 /// [`StopReason::NoTimer`](crate::call::StopReason::NoTimer), naming the features
 /// to use instead, rather than letting tokio panic.
-///
-/// [`TokioClock`]: crate::clock::TokioClock
 ///
 /// # Output
 /// Awaited or called, a retry gives the call's `Result`; after
@@ -131,10 +131,10 @@ impl<F, P, K, N, C, O> Retry<F, P, K, N, C, O> {
         }
     }
 
-    /// Reads time and sleeps on `clock` (default: [`TokioClock`] for the
-    /// async executor, [`SystemClock`] for the blocking one).
-    ///
-    /// [`TokioClock`]: crate::clock::TokioClock
+    /// Reads time and sleeps on `clock` (default: the
+    /// [`DefaultClock`](crate::clock::DefaultClock), `TokioClock` with the
+    /// default `tokio` feature, for the async executor, [`SystemClock`] for
+    /// the blocking one).
     pub fn clock<C2: Clock>(self, clock: C2) -> Retry<F, P, K, N, C2, O> {
         Retry {
             op: self.op,
