@@ -7,6 +7,11 @@
 //! | `steadfast.concurrency.limit` | gauge | `limit` | at build and at every window close |
 //! | `steadfast.concurrency.in_flight` | gauge | `limit` | at every window close (a sample, not a live count) |
 //! | `steadfast.concurrency.refused` | counter | `limit` | every refusal (its handle registered when the limit is built: install the recorder first) |
+//! | `steadfast.concurrency.window_samples` | gauge | `limit` | at every window close of an adaptive limit: the attempts that finished in the window |
+//! | `steadfast.concurrency.window_drops` | gauge | `limit` | at every window close: the window's drop signals (timeouts, overload answers) |
+//! | `steadfast.concurrency.window_rtt_seconds` | gauge | `limit` | at every window close with a measured success: the window's average round trip |
+//! | `steadfast.breaker.state` | gauge | `breaker` | at every change of a circuit breaker's state: 0 closed, 1 half-open, 2 open, 3 isolated (registered when the breaker is built) |
+//! | `steadfast.breaker.opened` | counter | `breaker` | every time a circuit breaker opens (registered when the breaker is built) |
 //! | `steadfast.fallback` | counter | `call`, `reason` | every time a call's fallback answers |
 //! | `grpc.lb.outlier_detection.ejections_enforced` | counter | `grpc.lb.outlier_detection.detection_method` | every ejection by outlier detection (gRFC A91's name) |
 //! | `grpc.lb.outlier_detection.ejections_unenforced` | counter | `grpc.lb.outlier_detection.detection_method`, `grpc.lb.outlier_detection.unenforced_reason` | every outlier found and not ejected |
@@ -55,6 +60,74 @@ pub(crate) fn limit_window(name: &'static str, limit: u32, in_flight: u32) {
     }
     #[cfg(not(feature = "metrics"))]
     let _ = (name, limit, in_flight);
+}
+
+/// An adaptive concurrency limit named `name` closed a window of
+/// `samples` attempts, `drops` of them drop signals, `rtt` their average
+/// round trip (if a success was measured).
+#[inline]
+pub(crate) fn limit_window_closed(
+    name: &'static str,
+    samples: u32,
+    drops: u32,
+    rtt: Option<std::time::Duration>,
+) {
+    #[cfg(feature = "metrics")]
+    {
+        metrics::gauge!("steadfast.concurrency.window_samples", "limit" => name)
+            .set(f64::from(samples));
+        metrics::gauge!("steadfast.concurrency.window_drops", "limit" => name)
+            .set(f64::from(drops));
+        if let Some(rtt) = rtt {
+            metrics::gauge!("steadfast.concurrency.window_rtt_seconds", "limit" => name)
+                .set(rtt.as_secs_f64());
+        }
+    }
+    #[cfg(not(feature = "metrics"))]
+    let _ = (name, samples, drops, rtt);
+}
+
+/// A circuit breaker's gauge of its state (`steadfast.breaker.state`) and
+/// counter of its openings (`steadfast.breaker.opened`), registered once,
+/// when the breaker is built: a change of state then records without
+/// building the metrics' keys, which allocates (opening a breaker
+/// allocates nothing). Install the recorder before building the breakers
+/// it should see.
+#[derive(Clone)]
+pub(crate) struct BreakerMetrics {
+    #[cfg(feature = "metrics")]
+    state: metrics::Gauge,
+    #[cfg(feature = "metrics")]
+    opened: metrics::Counter,
+}
+
+impl BreakerMetrics {
+    /// The metrics of the breaker named `name`.
+    pub(crate) fn new(name: &'static str) -> Self {
+        #[cfg(not(feature = "metrics"))]
+        let _ = name;
+        Self {
+            #[cfg(feature = "metrics")]
+            state: metrics::gauge!("steadfast.breaker.state", "breaker" => name),
+            #[cfg(feature = "metrics")]
+            opened: metrics::counter!("steadfast.breaker.opened", "breaker" => name),
+        }
+    }
+
+    /// The breaker changed to the state whose gauge level is `level`
+    /// (`opened`: to open).
+    #[inline]
+    pub(crate) fn changed(&self, level: u8, opened: bool) {
+        #[cfg(feature = "metrics")]
+        {
+            self.state.set(f64::from(level));
+            if opened {
+                self.opened.increment(1);
+            }
+        }
+        #[cfg(not(feature = "metrics"))]
+        let _ = (level, opened);
+    }
 }
 
 /// A fleet rate limit named `name` answered a check with `outcome`.

@@ -463,6 +463,12 @@ impl ConcurrencyLimit {
             .unwrap_or_else(PoisonError::into_inner) = Some(*window);
         let old = to_u32(self.0.limit.swap(u64::from(new), Ordering::Relaxed));
         crate::telemetry::limit_window(self.0.name, new, self.in_flight());
+        crate::telemetry::limit_window_closed(
+            self.0.name,
+            window.samples,
+            window.drops,
+            window.rtt,
+        );
         if new != old {
             tracing::debug!(
                 limit = self.0.name,

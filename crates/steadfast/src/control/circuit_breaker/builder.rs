@@ -274,6 +274,7 @@ impl CircuitBreakerBuilder {
             (None, WindowKind::Count(_)) => Window::new(Cut::Count { calls: 1 }),
         };
         Ok(CircuitBreaker {
+            metrics: crate::telemetry::BreakerMetrics::new(settings.name),
             threshold: Threshold::new(settings.failure_ratio),
             settings,
             time: Stopwatch::new(clock),

@@ -24,6 +24,7 @@ use crate::backoff::Schedule;
 use crate::clock::{Clock, Stopwatch, SystemClock};
 use crate::rng::Rng;
 use crate::sync::{AtomicU64, CachePadded, Ordering, StripedCounter};
+use crate::telemetry::BreakerMetrics;
 
 const DEFAULT_NAME: &str = "circuit breaker";
 const NANOS_PER_MILLI: u64 = 1_000_000;
@@ -117,6 +118,8 @@ pub struct CircuitBreaker<C: Clock = SystemClock> {
     window: Window,
     refusals: StripedCounter,
     openings: AtomicU64,
+    /// Its state gauge and openings counter (feature `metrics`).
+    metrics: BreakerMetrics,
 }
 
 /// The state of a [`CircuitBreaker`] at one moment, for telemetry.
@@ -506,6 +509,8 @@ impl<C: Clock> CircuitBreaker<C> {
 
     /// Reports a state change.
     fn changed(&self, from: Word, to: Word, (calls, failures): (u64, u64)) {
+        let now = to.state();
+        self.metrics.changed(now.level(), now == BreakerState::Open);
         tracing::info!(
             breaker = self.settings.name,
             from = from.state().as_str(),

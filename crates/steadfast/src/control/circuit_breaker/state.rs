@@ -53,6 +53,17 @@ impl BreakerState {
         }
     }
 
+    /// The state as the `steadfast.breaker.state` gauge reads it: 0
+    /// closed, 1 half-open, 2 open, 3 isolated.
+    pub(super) const fn level(self) -> u8 {
+        match self {
+            Self::Closed => 0,
+            Self::HalfOpen => 1,
+            Self::Open => 2,
+            Self::Isolated => 3,
+        }
+    }
+
     const fn bits(self) -> u64 {
         match self {
             Self::Closed => 0,
