@@ -109,7 +109,7 @@ pub mod rate;
 pub mod retry;
 mod rng;
 mod sync;
-mod telemetry;
+pub mod telemetry;
 
 // The front door: what a program writes. Everything that drives the engine
 // (per-call states, decisions, the output forms, the schedules' own state)

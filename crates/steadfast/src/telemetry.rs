@@ -1,7 +1,17 @@
-//! Metrics through the `metrics` facade (feature `metrics`): nothing is
-//! recorded without the feature, and nothing here sits on a path a
-//! successful call takes (refusals and window closes only).
+//! What steadfast records through the [`metrics`](https://docs.rs/metrics)
+//! facade (feature `metrics`), for a dashboard: every name, its kind, its
+//! labels and when it changes. Nothing is recorded without the feature,
+//! and nothing on a path a successful call takes (refusals, window closes
+//! and changes of state only). Install the recorder before building the
+//! limits and breakers it should see: their handles are registered when
+//! they are built. The same facts go to `tracing` as events, and each
+//! value can be read without side effects from its owner's snapshot
+//! ([`ConcurrencyLimit::snapshot`](crate::limit::ConcurrencyLimit::snapshot),
+//! [`CircuitBreaker::snapshot`](crate::control::CircuitBreaker::snapshot),
+//! [`Endpoints::snapshot`](crate::endpoint::Endpoints::snapshot)).
 //!
+//! The gRPC crate adds gRFC A96's per-call retry metrics (`steadfast-grpc`,
+//! its own feature `metrics`).
 //! | name | kind | labels | when |
 //! |---|---|---|---|
 //! | `steadfast.concurrency.limit` | gauge | `limit` | at build and at every window close |
