@@ -1,22 +1,32 @@
 //! [`Endpoints`]: the set a call picks from, shared by every clone: each
 //! endpoint's load and health, the pick, and the sweeps of outlier
 //! detection, run by the calls themselves when one is due (no task, no
-//! timer: a set nobody calls does nothing).
+//! timer: a set nobody calls does nothing). One endpoint is an `Entry`
+//! (`entry.rs`), a call's hold on one a [`Picked`] (`picked.rs`); the
+//! sweeps and what a call's end tells them are in `sweep.rs`.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
-use super::detector::{Detector, Event, Host, Method};
+mod entry;
+mod picked;
+mod sweep;
+mod tally;
+
+use super::detector::{Detector, Host};
 use super::load::{DEFAULT_DECAY, DEFAULT_RTT, PeakEwma};
 use super::outlier::OutlierDetection;
 use super::pick::{Candidates, power_of_two};
 use super::retry_cap::{Flight, RetryCap};
-use crate::backoff::{ConnectionBackoff, GrpcConnectionBackoff};
-use crate::call::{Answer, EndpointId, Refused, Verdict};
-use crate::classify::Classify;
+use crate::backoff::GrpcConnectionBackoff;
+use crate::call::{EndpointId, Refused};
 use crate::config_error::ConfigError;
 use crate::rng::Rng;
+use entry::Entry;
+pub use picked::Picked;
+use picked::RETRY;
+use sweep::Sweeps;
 
 /// One endpoint as [`Endpoints::snapshot`] shows it.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,59 +60,6 @@ pub struct InFlight {
     pub retries: u64,
     /// Retries and copies the cap turned away, ever.
     pub overflows: u64,
-}
-
-struct Entry {
-    id: EndpointId,
-    label: Arc<str>,
-    /// The set it belongs to, for a finished pick to report to (weak: the
-    /// set holds its entries).
-    shared: Weak<Shared>,
-    /// The set's origin: a pick's start is kept as nanoseconds after it.
-    origin: Instant,
-    /// The set's attempts in flight (every entry's share of them).
-    flight: Arc<Flight>,
-    ready: AtomicBool,
-    ejected: AtomicBool,
-    /// Not to be picked before this time, in nanoseconds after `origin`
-    /// (0: not held): the connection backoff after a request that never
-    /// got through ([`Verdict::Unsent`]).
-    held_until: AtomicU64,
-    /// Whether `refusals` holds a backoff in progress (read without its
-    /// lock by every finish).
-    backing_off: AtomicBool,
-    /// The connection backoff of the refusals in a row.
-    refusals: Mutex<Option<ConnectionBackoff>>,
-    in_flight: AtomicU64,
-    rtt: Mutex<PeakEwma>,
-    /// The tally since the last sweep: successes in the high half,
-    /// failures in the low half, read and zeroed at once by the sweep (A50's
-    /// two buckets, with no call lost between them).
-    tally: AtomicU64,
-    /// Failures in a row (Envoy's consecutive rules).
-    streak_5xx: AtomicU32,
-    streak_gateway: AtomicU32,
-}
-
-impl Entry {
-    /// Whether it may be picked at `at` (nanoseconds after the origin):
-    /// ready, and not held.
-    fn ready_at(&self, at: u64) -> bool {
-        self.ready.load(Ordering::Relaxed) && self.held_until.load(Ordering::Relaxed) <= at
-    }
-
-    fn load(&self, now: Instant) -> f64 {
-        let rtt = *self.rtt.lock().unwrap_or_else(PoisonError::into_inner);
-        rtt.load(self.in_flight.load(Ordering::Relaxed), now)
-    }
-}
-
-/// What the sweeps need, under one lock: the detector, and each
-/// endpoint's ejection state with its identity, in two aligned lists.
-struct Sweeps {
-    detector: Detector,
-    ids: Vec<EndpointId>,
-    hosts: Vec<Host>,
 }
 
 struct Shared {
@@ -224,8 +181,8 @@ impl EndpointsBuilder {
 
     /// How long an endpoint is held out of the picking after a request
     /// to it never got through (a refused connection,
-    /// [`Verdict::Unsent`]), growing with the refusals in a row: the gRPC
-    /// connection backoff (default [`GrpcConnectionBackoff::default`]: 1 s,
+    /// [`Verdict::Unsent`](crate::Verdict::Unsent)), growing with the
+    /// refusals in a row: the gRPC connection backoff (default [`GrpcConnectionBackoff::default`]: 1 s,
     /// then × 1.6 ± 20 % up to 120 s); an answer from it starts the curve
     /// over. `None`: never held (the failure's load penalty alone steers
     /// calls away).
@@ -336,7 +293,7 @@ impl Endpoints {
                 self.shared.default_rtt,
                 now,
             )),
-            tally: AtomicU64::new(0),
+            tally: tally::Tally::new(),
             streak_5xx: AtomicU32::new(0),
             streak_gateway: AtomicU32::new(0),
         });
@@ -643,198 +600,6 @@ impl Shared {
     fn list(&self) -> Arc<[Arc<Entry>]> {
         Arc::clone(&self.list.read().unwrap_or_else(PoisonError::into_inner))
     }
-
-    /// Runs the sweeps due at `now`, unless another call is running them
-    /// (that one goes on without waiting). Costs one relaxed load when
-    /// none is due.
-    fn sweep_if_due(&self, now: Instant) {
-        let Some(sweeps) = &self.sweeps else { return };
-        let Some(origin) = self.origin.get() else {
-            return;
-        };
-        let elapsed = nanos(now.saturating_duration_since(*origin));
-        let due = self.due.load(Ordering::Relaxed);
-        if elapsed < due {
-            return;
-        }
-        let Ok(mut s) = sweeps.try_lock() else { return };
-        let due = self.due.load(Ordering::Relaxed);
-        if elapsed < due {
-            return; // swept by the call that held the lock
-        }
-        let list = self.list();
-        let Sweeps {
-            detector,
-            ids,
-            hosts,
-        } = &mut *s;
-        let interval = nanos(detector.config().interval()).max(1);
-        // The tally of the interval that ended, read and zeroed at once.
-        for (id, host) in ids.iter().zip(hosts.iter_mut()) {
-            let word = list
-                .iter()
-                .find(|e| e.id == *id)
-                .map_or(0, |e| e.tally.swap(0, Ordering::Relaxed));
-            host.set_tally(word >> 32, word & 0xffff_ffff);
-        }
-        // Sweeps missed while no call came run now, each at its own time,
-        // the later ones on empty tallies (no call finished in them). Once
-        // nothing is ejected and no multiplier is left, an empty sweep
-        // changes nothing: the rest are skipped, so a set idle for a year
-        // does not run three million sweeps on its next call.
-        let mut at = due;
-        while at <= elapsed {
-            let when = *origin + Duration::from_nanos(at);
-            detector.sweep(when, hosts, |event| apply(&list, ids, event));
-            hosts.iter_mut().for_each(|h| h.set_tally(0, 0));
-            at = at.saturating_add(interval);
-            let settled = hosts.iter().all(|h| !h.is_ejected() && h.multiplier() == 0);
-            if settled && at <= elapsed {
-                let missed = (elapsed - at) / interval + 1;
-                at = at.saturating_add(missed.saturating_mul(interval));
-            }
-        }
-        self.due.store(at, Ordering::Relaxed);
-    }
-
-    /// What a call's end says for outlier detection: its tally, and the
-    /// failures in a row of Envoy's consecutive rules (which eject at
-    /// once, under the sweeps' lock, when one reaches its threshold).
-    fn record(&self, entry: &Entry, answer: Answer, now: Instant) {
-        let Some(config) = &self.outlier else { return };
-        let failure = config.is_failure(answer);
-        entry
-            .tally
-            .fetch_add(if failure { 1 } else { 1 << 32 }, Ordering::Relaxed);
-        let (five, gateway) = (
-            config.consecutive_5xx(),
-            config.consecutive_gateway_failure(),
-        );
-        if five.is_none() && gateway.is_none() {
-            return;
-        }
-        let mut hit = [None, None];
-        match answer {
-            Answer::ServerError | Answer::GatewayError => {
-                let n = entry.streak_5xx.fetch_add(1, Ordering::Relaxed) + 1;
-                if five.is_some_and(|r| n >= r.threshold) {
-                    entry.streak_5xx.store(0, Ordering::Relaxed);
-                    hit[0] = Some(Method::Consecutive5xx);
-                }
-                if answer == Answer::GatewayError {
-                    let g = entry.streak_gateway.fetch_add(1, Ordering::Relaxed) + 1;
-                    if gateway.is_some_and(|r| g >= r.threshold) {
-                        entry.streak_gateway.store(0, Ordering::Relaxed);
-                        hit[1] = Some(Method::ConsecutiveGatewayFailure);
-                    }
-                } else {
-                    entry.streak_gateway.store(0, Ordering::Relaxed);
-                }
-            }
-            Answer::Ok | Answer::ClientError => {
-                entry.streak_5xx.store(0, Ordering::Relaxed);
-                entry.streak_gateway.store(0, Ordering::Relaxed);
-            }
-        }
-        if hit == [None, None] {
-            return;
-        }
-        let Some(sweeps) = &self.sweeps else { return };
-        let mut s = sweeps.lock().unwrap_or_else(PoisonError::into_inner);
-        let list = self.list();
-        let Sweeps {
-            detector,
-            ids,
-            hosts,
-        } = &mut *s;
-        let Some(i) = ids.iter().position(|id| *id == entry.id) else {
-            return;
-        };
-        for method in hit.into_iter().flatten() {
-            detector.consecutive(now, hosts, i, method, |event| apply(&list, ids, event));
-        }
-    }
-}
-
-/// A detector's event, applied to the endpoint it names, and told.
-fn apply(list: &[Arc<Entry>], ids: &[EndpointId], event: Event) {
-    let index = match event {
-        Event::Ejected { host, .. } | Event::Unenforced { host, .. } | Event::Returned { host } => {
-            host
-        }
-    };
-    let Some(id) = ids.get(index) else { return };
-    let Some(entry) = list.iter().find(|e| e.id == *id) else {
-        return;
-    };
-    match event {
-        Event::Ejected {
-            method, multiplier, ..
-        } => {
-            entry.ejected.store(true, Ordering::Relaxed);
-            tracing::info!(
-                target: "steadfast::endpoint",
-                endpoint = &*entry.label,
-                detection_method = method.as_str(),
-                multiplier,
-                "endpoint ejected"
-            );
-            crate::telemetry::ejection_enforced(method.as_str());
-        }
-        Event::Unenforced { method, reason, .. } => {
-            tracing::debug!(
-                target: "steadfast::endpoint",
-                endpoint = &*entry.label,
-                detection_method = method.as_str(),
-                unenforced_reason = reason.as_str(),
-                "outlier not ejected"
-            );
-            crate::telemetry::ejection_unenforced(method.as_str(), reason.as_str());
-        }
-        Event::Returned { .. } => {
-            entry.ejected.store(false, Ordering::Relaxed);
-            entry.streak_5xx.store(0, Ordering::Relaxed);
-            entry.streak_gateway.store(0, Ordering::Relaxed);
-            tracing::info!(target: "steadfast::endpoint", endpoint = &*entry.label, "endpoint returned");
-        }
-    }
-}
-
-impl Entry {
-    /// A request to it never got through at `now`: held out of the picking
-    /// for the next step of its connection backoff.
-    #[cold]
-    fn refused(&self, now: Instant) {
-        let Some(shared) = self.shared.upgrade() else {
-            return;
-        };
-        let Some(config) = shared.connection_backoff else {
-            return;
-        };
-        let mut refusals = self.refusals.lock().unwrap_or_else(PoisonError::into_inner);
-        let backoff = refusals
-            .get_or_insert_with(|| config.connection(Rng::with_seed(shared.draw(Rng::next_u64))));
-        let retry_at = backoff.next_attempt(now).retry_at;
-        let until = nanos(retry_at.saturating_duration_since(self.origin)).max(1);
-        self.held_until.store(until, Ordering::Relaxed);
-        self.backing_off.store(true, Ordering::Relaxed);
-        tracing::debug!(
-            target: "steadfast::endpoint",
-            endpoint = &*self.label,
-            held_ms = u64::try_from(retry_at.saturating_duration_since(now).as_millis()).unwrap_or(u64::MAX),
-            "endpoint refused the connection: held"
-        );
-    }
-
-    /// It answered: its connection backoff starts over.
-    #[cold]
-    fn answered(&self) {
-        let mut refusals = self.refusals.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(backoff) = refusals.as_mut() {
-            backoff.reset();
-        }
-        self.backing_off.store(false, Ordering::Relaxed);
-    }
 }
 
 /// The list as the pick sees it.
@@ -853,131 +618,5 @@ impl<U: Fn(&Entry) -> bool> Candidates for View<'_, U> {
     }
     fn load(&self, i: usize) -> f64 {
         self.list[i].load(self.now)
-    }
-}
-
-/// The endpoint a call was given: held while the call is on it, then
-/// [`finish`](Self::finish)ed with what its outcome says of the endpoint.
-/// Dropped unfinished (a call cancelled), it only leaves: no sample, no
-/// count.
-#[must_use = "a pick holds its place in the endpoint's load until finished or dropped"]
-pub struct Picked {
-    entry: Arc<Entry>,
-    /// When the call started on it, in nanoseconds after the set's
-    /// origin, and in the top bit ([`RETRY`]) whether it is a retry or a
-    /// hedged copy ([`DONE`] once finished): two words, so that a ticket
-    /// holding it stays small.
-    started: u64,
-}
-
-/// A finished pick's `started`.
-const DONE: u64 = u64::MAX;
-
-/// The bit of `started` that marks a retry or a copy (292 years of
-/// nanoseconds below it).
-const RETRY: u64 = 1 << 63;
-
-impl std::fmt::Debug for Picked {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Picked")
-            .field("id", &self.entry.id)
-            .field("label", &self.entry.label)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Picked {
-    /// The endpoint's identity.
-    #[must_use]
-    pub fn id(&self) -> EndpointId {
-        self.entry.id
-    }
-
-    /// The endpoint's label.
-    #[must_use]
-    pub fn label(&self) -> &Arc<str> {
-        &self.entry.label
-    }
-
-    /// The call on it ended at `now` with `answer`; `hint` is the server's
-    /// own (`Retry-After`, pushback), if it sent one. The round trip is a
-    /// sample of the endpoint's load; a failure, or a hint, raises its load
-    /// instead (a penalty of the hint, 5 s to 300 s), so calls go elsewhere
-    /// while it asked for room. The outcome counts for outlier detection as
-    /// its model says, and a sweep runs if one is due.
-    pub fn finish(mut self, answer: Answer, hint: Option<Duration>, now: Instant) {
-        let word = std::mem::replace(&mut self.started, DONE);
-        let started = word & !RETRY;
-        let entry = &self.entry;
-        entry.in_flight.fetch_sub(1, Ordering::Relaxed);
-        entry.flight.end(word & RETRY != 0);
-        // A server error or a hint is a penalty; anything else (a success,
-        // a 4xx without a hint) a sample of the round trip.
-        let penalty =
-            hint.is_some() || matches!(answer, Answer::ServerError | Answer::GatewayError);
-        {
-            let mut rtt = entry.rtt.lock().unwrap_or_else(PoisonError::into_inner);
-            if penalty {
-                rtt.penalize(hint, now);
-            } else {
-                let started = entry.origin + Duration::from_nanos(started);
-                rtt.observe(now.saturating_duration_since(started), now);
-            }
-        }
-        // A set dropped meanwhile has no one left to tell.
-        if let Some(shared) = entry.shared.upgrade() {
-            shared.record(entry, answer, now);
-            shared.sweep_if_due(now);
-        }
-    }
-
-    /// The attempt on it ended at `now` with `outcome`, which `classify`
-    /// judged `verdict`: [finishes](Self::finish) it with the classifier's
-    /// [`answer`](Classify::answer) and, as the server's hint, the wait a
-    /// [`Verdict::RetryAfter`] carries. The one rule by which an
-    /// executor's outcome reaches its endpoint.
-    ///
-    /// ```
-    /// use std::time::{Duration, Instant};
-    /// use steadfast::Verdict;
-    /// use steadfast::classify::AnyError;
-    /// use steadfast::endpoint::Endpoints;
-    /// let set = Endpoints::builder().seed(1).build()?;
-    /// let now = Instant::now();
-    /// set.insert("a", now);
-    /// let picked = set.pick(now).expect("ready");
-    /// let outcome: Result<(), &str> = Err("503");
-    /// picked.judge(&AnyError, Verdict::RetryAfter(Duration::from_secs(20)), &outcome, now);
-    /// // The hint is a penalty: its round trip is now the 20 s asked for.
-    /// assert_eq!(set.snapshot(now)[0].rtt, Duration::from_secs(20));
-    /// # Ok::<(), steadfast::ConfigError>(())
-    /// ```
-    #[inline]
-    pub fn judge<K: Classify<T, E>, T, E>(
-        self,
-        classify: &K,
-        verdict: Verdict,
-        outcome: &Result<T, E>,
-        now: Instant,
-    ) {
-        let hint = match verdict {
-            Verdict::RetryAfter(hint) => Some(hint),
-            _ => None,
-        };
-        if verdict == Verdict::Unsent {
-            self.entry.refused(now);
-        } else if self.entry.backing_off.load(Ordering::Relaxed) {
-            self.entry.answered();
-        }
-        self.finish(classify.answer(outcome, verdict), hint, now);
-    }
-}
-
-impl Drop for Picked {
-    fn drop(&mut self) {
-        if self.started != DONE {
-            self.entry.in_flight.fetch_sub(1, Ordering::Relaxed);
-            self.entry.flight.end(self.started & RETRY != 0);
-        }
     }
 }
