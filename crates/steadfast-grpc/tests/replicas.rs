@@ -143,6 +143,34 @@ fn refusing() -> String {
     url
 }
 
+/// The good replica's channel, then one lazily connected channel for each
+/// of `others`.
+fn good_and(good: &Server, others: &[String]) -> Vec<(String, Channel)> {
+    let mut replicas = channels(std::slice::from_ref(good));
+    for url in others {
+        let channel = Channel::from_shared(url.clone())
+            .expect("a valid URL")
+            .connect_lazy();
+        replicas.push((url.clone(), channel));
+    }
+    replicas
+}
+
+/// Each of `calls` calls reached `good` once, as attempt 1 (no
+/// `grpc-previous-rpc-attempts`: a requeue is no previous attempt).
+fn each_call_reached_once_as_attempt_one(good: &Server, calls: usize) {
+    let seen = good.state.seen("k");
+    assert_eq!(
+        seen.len(),
+        calls,
+        "every call reached the good replica once"
+    );
+    assert!(
+        seen.iter().all(|s| s.previous_attempts.is_none()),
+        "a requeue is no previous attempt: {seen:?}"
+    );
+}
+
 /// A refused connection never left the client: the call is requeued to
 /// another replica without using an attempt, and the attempt that gets
 /// through is still the first (`grpc-previous-rpc-attempts` absent: the
@@ -152,13 +180,7 @@ fn refusing() -> String {
 async fn a_refused_connection_is_requeued_and_is_no_previous_attempt() {
     let good = Server::start().await;
     let dead = [refusing(), refusing()];
-    let mut replicas = channels(std::slice::from_ref(&good));
-    for url in &dead {
-        let channel = Channel::from_shared(url.clone())
-            .expect("a valid URL")
-            .connect_lazy();
-        replicas.push((url.clone(), channel));
-    }
+    let replicas = good_and(&good, &dead);
     let channel = channel_over("echo", replicas, format!("{RETRY}}}").as_str()).expect("a channel");
     let set = channel.endpoints().expect("a set").clone();
     // A dead replica once picked carries a failure's load penalty (5 s,
@@ -177,16 +199,7 @@ async fn a_refused_connection_is_requeued_and_is_no_previous_attempt() {
         client.say(say()).await.expect("every call gets through");
         calls += 1;
     }
-    let seen = good.state.seen("k");
-    assert_eq!(
-        seen.len(),
-        calls,
-        "every call reached the good replica once"
-    );
-    assert!(
-        seen.iter().all(|s| s.previous_attempts.is_none()),
-        "a requeue is no previous attempt: {seen:?}"
-    );
+    each_call_reached_once_as_attempt_one(&good, calls);
 }
 
 /// HTTP/2 servers that turn a request away unprocessed, one with
@@ -199,13 +212,7 @@ async fn a_stream_refused_unprocessed_is_requeued() {
     let good = Server::start().await;
     let refusing = NackServer::start(Nack::RefuseStream).await;
     let going_away = NackServer::start(Nack::GoAway).await;
-    let mut replicas = channels(std::slice::from_ref(&good));
-    for url in [refusing.url(), going_away.url()] {
-        let channel = Channel::from_shared(url.clone())
-            .expect("a valid URL")
-            .connect_lazy();
-        replicas.push((url, channel));
-    }
+    let replicas = good_and(&good, &[refusing.url(), going_away.url()]);
     // Two attempts (a service config allows no fewer): a call that met
     // both refusing servers gets through only if requeued, and a retry
     // would reach the good replica as attempt 2.
@@ -222,16 +229,7 @@ async fn a_stream_refused_unprocessed_is_requeued() {
         client.say(say()).await.expect("every call gets through");
         calls += 1;
     }
-    let seen = good.state.seen("k");
-    assert_eq!(
-        seen.len(),
-        calls,
-        "every call reached the good replica once"
-    );
-    assert!(
-        seen.iter().all(|s| s.previous_attempts.is_none()),
-        "a requeue is no previous attempt: {seen:?}"
-    );
+    each_call_reached_once_as_attempt_one(&good, calls);
 }
 
 #[tokio::test]
